@@ -1,0 +1,185 @@
+"""The HTTP edge: routes, body limits, ETags, metrics and the per-call log line.
+
+Hook bodies are read raw and parsed by ``handler`` so the lifecycle never
+depends on FastAPI; this module only maps outcomes to HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from . import __version__, handler, logs
+from .errors import HookError
+from .metrics import CONTENT_TYPE, Metrics
+from .settings import Settings
+
+JSON = "application/json"
+
+_HOOK_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {JSON: {"schema": {"type": "object", "required": ["parent"], "properties": {
+            "parent": {"type": "object"},
+            "children": {"type": "object"},
+            "related": {"type": "object"},
+            "finalizing": {"type": "boolean"},
+        }}}},
+    }
+}
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type=JSON, headers=headers)
+
+
+class BodyLimit:
+    """Refuses bodies over ``limit`` bytes with 413 before the app buffers them."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for key, value in scope["headers"]:
+            if key == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._refuse(send)
+                return
+        received = 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = orjson.dumps({"detail": f"request body exceeds {self.limit} bytes"})
+        await send({"type": "http.response.start", "status": 413, "headers": [
+            (b"content-type", JSON.encode()), (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def etag(path: str, body: bytes) -> str:
+    """Answers are a function of the request and this code, so hash exactly those."""
+    digest = hashlib.blake2b(body, digest_size=16, person=b"sharddb-hooks")
+    digest.update(path.encode())
+    digest.update(__version__.encode())
+    return f'"{digest.hexdigest()}"'
+
+
+def _matches(header: str | None, tag: str) -> bool:
+    if not header:
+        return False
+    return any(candidate.strip().removeprefix("W/") in (tag, "*") for candidate in header.split(","))
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    logger = logs.setup(settings.log_level)
+    metrics = Metrics()
+    state = {"ready": False}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        state["ready"] = True
+        yield
+        state["ready"] = False
+
+    app = FastAPI(
+        title="ShardDB hooks",
+        version=__version__,
+        summary="Metacontroller CompositeController hooks for ShardDB",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.metrics = metrics
+
+    async def run_hook(request: Request, hook: str, work: Callable[[bytes], handler.Outcome]) -> Response:
+        started = time.perf_counter()
+        body = await request.body()
+        tag = etag(request.url.path, body)
+        fields: dict[str, Any] = {"hook": hook}
+        try:
+            if _matches(request.headers.get("if-none-match"), tag):
+                outcome_name, status = "not_modified", 304
+                response = Response(status_code=304, headers={"ETag": tag})
+            else:
+                outcome = work(body)
+                outcome_name, status = "ok", 200
+                fields.update(parent=outcome.parent, phase=outcome.phase, changes=outcome.changes)
+                if outcome.phase:
+                    metrics.decisions.labels(outcome.phase).inc()
+                response = _json(outcome.body, headers={"ETag": tag})
+        except HookError as error:
+            outcome_name, status = "client_error", error.status
+            fields["error"] = error.message
+            response = _json({"detail": error.message}, status=error.status)
+        except Exception:  # never leak a traceback to Metacontroller; log it here
+            outcome_name, status = "server_error", 500
+            logger.exception("hook failed", extra={"fields": fields})
+            response = _json({"detail": "internal error; see the hook service log"}, status=500)
+        elapsed = time.perf_counter() - started
+        metrics.calls.labels(hook, outcome_name).inc()
+        metrics.latency.labels(hook).observe(elapsed)
+        fields.update(status=status, ms=round(elapsed * 1000, 3))
+        logger.info("hook", extra={"fields": fields})
+        return response
+
+    @app.post("/sync", openapi_extra=_HOOK_BODY, summary="Desired children and status for a ShardDB")
+    async def sync(request: Request) -> Response:
+        return await run_hook(request, "sync", lambda body: handler.sync(body, finalize=False))
+
+    @app.post("/finalize", openapi_extra=_HOOK_BODY, summary="Ordered teardown of a ShardDB")
+    async def finalize(request: Request) -> Response:
+        return await run_hook(request, "finalize", lambda body: handler.sync(body, finalize=True))
+
+    @app.post("/customize", openapi_extra=_HOOK_BODY, summary="Related objects to watch for a ShardDB")
+    async def customize(request: Request) -> Response:
+        def work(body: bytes) -> handler.Outcome:
+            return handler.Outcome(handler.customize(body), parent="", phase="", changes=[])
+
+        return await run_hook(request, "customize", work)
+
+    @app.get("/healthz", summary="Liveness")
+    async def healthz() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/readyz", summary="Readiness: false while starting or shutting down")
+    async def readyz() -> Response:
+        ready = state["ready"]
+        return _json({"status": "ok" if ready else "unavailable"}, status=200 if ready else 503)
+
+    @app.get("/metrics", summary="Prometheus metrics")
+    async def metrics_endpoint() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app
+
+
+app = create_app()

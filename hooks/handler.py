@@ -1,0 +1,118 @@
+"""One hook call from bytes to answer: parse → observe → decide → render.
+
+No HTTP here, so tests and benchmarks can drive the whole path directly; the
+clock is passed in and read only if a condition changes status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from . import names, render
+from .conditions import stamp
+from .contract import CustomizeRequest, Parent, SyncRequest
+from .errors import HookError, from_validation
+from .lifecycle import Decision, changes, decide
+from .snapshot import Snapshot, observe
+from .spec import ShardDBSpec
+
+FINALIZE_RESYNC_SECONDS = 5.0
+
+
+def utc_now() -> str:
+    """RFC 3339 to the second, the precision metav1.Time keeps."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The answer plus what the edge logs and counts."""
+
+    body: dict[str, Any]
+    parent: str
+    phase: str
+    changes: list[str]
+
+
+def _check_parent(parent: Parent) -> None:
+    group = parent.api_version.partition("/")[0]
+    if group != names.GROUP:
+        raise HookError(422, f"parent.apiVersion: expected group {names.GROUP}, got {parent.api_version!r}")
+
+
+def _spec(parent: Parent) -> ShardDBSpec:
+    try:
+        return ShardDBSpec.model_validate(parent.spec)
+    except ValidationError as error:
+        raise from_validation(error, "parent.spec") from None
+
+
+def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Outcome:
+    """Answer a sync (or, with ``finalize``, a finalize) request."""
+    try:
+        request = SyncRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise from_validation(error) from None
+    _check_parent(request.parent)
+    spec = _spec(request.parent)
+    if finalize and not request.finalizing:
+        request = request.model_copy(update={"finalizing": True})
+    snap = observe(request, spec)
+    decision = decide(snap)
+    return Outcome(
+        body=answer(snap, decision, now, finalize=finalize),
+        parent=f"{snap.namespace}/{snap.name}",
+        phase=decision.phase.value,
+        changes=changes(snap, decision),
+    )
+
+
+def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finalize: bool) -> dict[str, Any]:
+    """The response body for a decision; ``now`` is called at most once."""
+    clock: list[str] = []
+
+    def lazy_now() -> str:
+        if not clock:
+            clock.append(now())
+        return clock[0]
+
+    conditions = stamp(decision.conditions, snap.prior_conditions, snap.generation, lazy_now)
+    body: dict[str, Any] = {
+        "status": render.status(decision, conditions),
+        "children": render.children(snap, decision),
+    }
+    if snap.finalizing:
+        if not decision.finalized:
+            body["resyncAfterSeconds"] = FINALIZE_RESYNC_SECONDS
+    if finalize:
+        body["finalized"] = decision.finalized
+    return body
+
+
+def customize(body: bytes) -> dict[str, Any]:
+    """Ask Metacontroller to watch this ShardDB's EndpointSlices and Pods too."""
+    try:
+        request = CustomizeRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise from_validation(error) from None
+    _check_parent(request.parent)
+    name = request.parent.metadata.name
+    return {
+        "relatedResources": [
+            {
+                "apiVersion": "discovery.k8s.io/v1",
+                "resource": "endpointslices",
+                "labelSelector": {"matchLabels": {names.SERVICE_NAME_LABEL: names.db_name(name)}},
+            },
+            {
+                "apiVersion": "v1",
+                "resource": "pods",
+                "labelSelector": {"matchLabels": {names.NAME_LABEL: names.APP, names.INSTANCE_LABEL: name}},
+            },
+        ]
+    }

@@ -1,0 +1,287 @@
+"""The ShardDB lifecycle: which children exist, at what size, and why.
+
+Pure functions over a ``Snapshot``; no I/O and no clock. Gates, in order:
+provision shards → seed once all are ready → wait until all are registered in
+discovery → start the cache. Deletion runs the same idea backwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .snapshot import Snapshot
+
+
+class Phase(str, Enum):
+    PROVISIONING = "Provisioning"
+    SEEDING = "Seeding"
+    REGISTERING = "Registering"
+    STARTING_CACHE = "StartingCache"
+    AVAILABLE = "Available"
+    DRAINING_CACHE = "DrainingCache"
+    DRAINING_SHARDS = "DrainingShards"
+    FINALIZED = "Finalized"
+
+
+@dataclass(frozen=True)
+class ConditionState:
+    """A condition without its clock; ``conditions.stamp`` adds the times."""
+
+    type: str
+    status: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    phase: Phase
+    shards: int  # StatefulSet replicas to ask for
+    storage_size: str
+    storage_class: str | None
+    seeded_shards: int
+    seed_jobs: tuple[int, ...]  # shard counts whose seed Job is a desired child
+    cache_replicas: int | None  # None: the cache Deployment is not a desired child
+    ready_shards: int
+    registered_shards: int
+    cache_ready_replicas: int
+    cache_ready: bool
+    conditions: tuple[ConditionState, ...]
+    finalized: bool = False
+
+
+def decide(snap: Snapshot) -> Decision:
+    """The desired world for a snapshot; ``snap.finalizing`` selects teardown."""
+    return _finalize(snap) if snap.finalizing else _sync(snap)
+
+
+def _storage(snap: Snapshot) -> tuple[str, str | None]:
+    """Volume claim templates are immutable: once the StatefulSet exists, keep what it has."""
+    sts = snap.statefulset
+    if sts is not None and sts.storage_size is not None:
+        return sts.storage_size, sts.storage_class
+    return snap.spec.storage.size, snap.spec.storage.storage_class_name
+
+
+def _seeded(snap: Snapshot) -> int:
+    """Largest shard count whose seed finished, from every place that remembers it."""
+    from_jobs = max((job.shards for job in snap.seed_jobs if job.succeeded), default=0)
+    from_sts = snap.statefulset.seeded_annotation if snap.statefulset else 0
+    return max(snap.prior_seeded, from_sts, from_jobs)
+
+
+def _sync(snap: Snapshot) -> Decision:
+    spec = snap.spec
+    sts = snap.statefulset
+    observed_shards = sts.replicas if sts else 0
+    shards = max(spec.shards, observed_shards)  # shards never shrink
+    ready = sts.ready if sts else 0
+    seeded = _seeded(snap)
+    all_ready = ready >= shards
+    seeded_now = seeded >= shards
+    registered = sum(1 for ordinal in range(shards) if ordinal in snap.registered)
+    all_registered = registered == shards
+
+    seed_jobs = {job.shards for job in snap.seed_jobs}  # never drop a seed Job we see
+    current_job = snap.seed_job(shards)
+    if not seeded_now and current_job is None and all_ready:
+        seed_jobs.add(shards)
+
+    cache = snap.cache
+    gates_open = all_ready and seeded_now and all_registered
+    cache_replicas = spec.cache.replicas if (cache is not None or gates_open) else None
+    cache_ready_replicas = cache.ready if cache else 0
+    cache_ready = cache is not None and cache.ready >= spec.cache.replicas and cache.replicas == spec.cache.replicas
+
+    if not all_ready:
+        phase = Phase.PROVISIONING
+    elif not seeded_now:
+        phase = Phase.SEEDING
+    elif not all_registered:
+        phase = Phase.REGISTERING
+    elif not cache_ready:
+        phase = Phase.STARTING_CACHE
+    else:
+        phase = Phase.AVAILABLE
+
+    # What the cache was started for keeps serving while new shards join.
+    serving = min(seeded, shards)
+    serving_ok = serving > 0 and ready >= serving and all(o in snap.registered for o in range(serving))
+    available = cache_ready and serving_ok
+
+    size, storage_class = _storage(snap)
+    problems = _problems(snap, shards, seeded, size, storage_class, serving_ok)
+    seed_failed = current_job is not None and current_job.failed and not seeded_now
+
+    conditions = (
+        ConditionState(
+            "Available",
+            available,
+            _available_reason(snap, available, serving_ok, phase),
+            _available_message(snap, available, ready, serving),
+        ),
+        ConditionState(
+            "Progressing",
+            phase != Phase.AVAILABLE and not seed_failed,
+            "SeedFailed" if seed_failed else "Complete" if phase == Phase.AVAILABLE else phase.value,
+            _progress_message(snap, phase, shards, ready, registered, seed_failed),
+        ),
+        ConditionState(
+            "Degraded",
+            bool(problems),
+            problems[0][0] if problems else "AsExpected",
+            "; ".join(message for _, message in problems) if problems else "No problems observed.",
+        ),
+    )
+    return Decision(
+        phase=phase,
+        shards=shards,
+        storage_size=size,
+        storage_class=storage_class,
+        seeded_shards=seeded,
+        seed_jobs=tuple(sorted(seed_jobs)),
+        cache_replicas=cache_replicas,
+        ready_shards=ready,
+        registered_shards=registered,
+        cache_ready_replicas=cache_ready_replicas,
+        cache_ready=cache_ready,
+        conditions=conditions,
+    )
+
+
+def _problems(
+    snap: Snapshot,
+    shards: int,
+    seeded: int,
+    size: str,
+    storage_class: str | None,
+    serving_ok: bool,
+) -> list[tuple[str, str]]:
+    """Reasons the ShardDB is worse than asked for, most pressing first."""
+    spec = snap.spec
+    problems: list[tuple[str, str]] = []
+    job = snap.seed_job(shards)
+    if job is not None and job.failed and seeded < shards:
+        problems.append(
+            (
+                "SeedFailed",
+                f"seed Job {snap.name}-seed-{shards} failed; inspect its logs, then delete it to retry",
+            )
+        )
+    if snap.cache is not None and not serving_ok:
+        problems.append(("ShardsUnavailable", "the cache is up but not every serving shard is ready and registered"))
+    if snap.cache is not None and snap.cache.stuck:
+        problems.append(("CacheRolloutStuck", "the cache Deployment exceeded its progress deadline"))
+    if spec.shards < shards:
+        problems.append(
+            (
+                "ShrinkRefused",
+                f"spec.shards={spec.shards} is below the {shards} shards that exist; "
+                f"shards never shrink (their data would be lost), keeping {shards}",
+            )
+        )
+    if (size, storage_class) != (spec.storage.size, spec.storage.storage_class_name):
+        problems.append(
+            (
+                "StorageImmutable",
+                f"spec.storage cannot change once shards exist; keeping size {size}"
+                + (f" and class {storage_class}" if storage_class else ""),
+            )
+        )
+    return problems
+
+
+def _available_reason(snap: Snapshot, available: bool, serving_ok: bool, phase: Phase) -> str:
+    if available:
+        return "Ready"
+    if snap.cache is not None:
+        return "CacheNotReady" if serving_ok else "ShardsUnavailable"
+    return phase.value
+
+
+def _available_message(snap: Snapshot, available: bool, ready: int, serving: int) -> str:
+    if available:
+        return f"{serving} shards and the cache are serving"
+    if snap.cache is None:
+        return "the cache has not started yet"
+    return f"{min(ready, serving)}/{serving} serving shards ready; cache {snap.cache.ready}/{snap.spec.cache.replicas} ready"
+
+
+def _progress_message(
+    snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool
+) -> str:
+    if seed_failed:
+        return f"seed Job {snap.name}-seed-{shards} failed"
+    if phase == Phase.PROVISIONING:
+        return f"{ready}/{shards} shards ready"
+    if phase == Phase.SEEDING:
+        return f"seeding {shards} shards"
+    if phase == Phase.REGISTERING:
+        return f"{registered}/{shards} shards registered in discovery"
+    if phase == Phase.STARTING_CACHE:
+        ready_cache = snap.cache.ready if snap.cache else 0
+        return f"cache {ready_cache}/{snap.spec.cache.replicas} replicas ready"
+    return f"{shards} shards seeded, registered and cached"
+
+
+def _finalize(snap: Snapshot) -> Decision:
+    """Teardown: cache to zero and gone, then shards to zero and gone; never a step early."""
+    sts = snap.statefulset
+    cache = snap.cache
+    cache_busy = snap.cache_pods > 0 or (cache is not None and (cache.status_replicas > 0 or cache.replicas > 0))
+    # Never grow during deletion: keep what is observed until the cache is gone.
+    shards = (sts.replicas if sts else 0) if cache_busy else 0
+    shards_busy = snap.shard_pods > 0 or (sts is not None and (sts.status_replicas > 0 or sts.replicas > 0))
+    if cache_busy:
+        phase = Phase.DRAINING_CACHE
+        message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
+    elif shards_busy or sts is not None and shards != sts.replicas:
+        phase = Phase.DRAINING_SHARDS
+        message = f"waiting for {snap.shard_pods} shard pods to drain and exit"
+    else:
+        phase = Phase.FINALIZED
+        message = "cache and shards are gone; volumes are kept"
+    size, storage_class = _storage(snap)
+    done = phase == Phase.FINALIZED
+    return Decision(
+        phase=phase,
+        shards=shards,
+        storage_size=size,
+        storage_class=storage_class,
+        seeded_shards=_seeded(snap),
+        seed_jobs=tuple(job.shards for job in snap.seed_jobs),
+        cache_replicas=0 if cache is not None else None,
+        ready_shards=sts.ready if sts else 0,
+        registered_shards=len(snap.registered),
+        cache_ready_replicas=cache.ready if cache else 0,
+        cache_ready=False,
+        conditions=(
+            ConditionState("Available", False, "Deleting", "the ShardDB is being deleted"),
+            ConditionState("Progressing", not done, phase.value, message),
+            ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
+        ),
+        finalized=done,
+    )
+
+
+def changes(snap: Snapshot, decision: Decision) -> list[str]:
+    """What this answer changes against the observed world, for the log line."""
+    out: list[str] = []
+    if not snap.service:
+        out.append("create Service")
+    if snap.statefulset is None:
+        out.append(f"create StatefulSet replicas={decision.shards}")
+    elif snap.statefulset.replicas != decision.shards:
+        out.append(f"scale StatefulSet {snap.statefulset.replicas}->{decision.shards}")
+    for shards in decision.seed_jobs:
+        if snap.seed_job(shards) is None:
+            out.append(f"create seed Job for {shards} shards")
+    if decision.cache_replicas is not None:
+        if snap.cache is None:
+            out.append(f"create cache replicas={decision.cache_replicas}")
+        elif snap.cache.replicas != decision.cache_replicas:
+            out.append(f"scale cache {snap.cache.replicas}->{decision.cache_replicas}")
+    if decision.finalized:
+        out.append("finalized")
+    return out

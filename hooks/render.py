@@ -1,0 +1,184 @@
+"""Kubernetes objects for a decision, as apply-style desired state.
+
+Only fields we own are set: no status, uid, resourceVersion or defaults the API
+server fills in, so Metacontroller's in-place updates touch exactly these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import names
+from .lifecycle import Decision
+from .snapshot import Snapshot
+from .spec import ShardDBSpec
+
+Obj = dict[str, Any]
+
+CACHE_PORT = 6379
+DATA_VOLUME = "data"
+DATA_PATH = "/var/lib/postgresql/data"
+
+
+def children(snap: Snapshot, decision: Decision) -> list[Obj]:
+    """The full desired set; anything observed and not listed here would be deleted."""
+    out = [service(snap.name), statefulset(snap.name, snap.spec, decision)]
+    out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
+    if decision.cache_replicas is not None:
+        out.append(cache_deployment(snap.name, snap.spec, decision.cache_replicas))
+    return out
+
+
+def status(decision: Decision, conditions: list[Obj]) -> Obj:
+    return {
+        "phase": decision.phase.value,
+        "shards": decision.shards,
+        "readyShards": decision.ready_shards,
+        "registeredShards": decision.registered_shards,
+        "seededShards": decision.seeded_shards,
+        "cacheReadyReplicas": decision.cache_ready_replicas,
+        "cacheReady": decision.cache_ready,
+        "conditions": conditions,
+    }
+
+
+def _meta(name: str, parent: str, component: str, annotations: dict[str, str] | None = None) -> Obj:
+    meta: Obj = {"name": name, "labels": names.labels(parent, component)}
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def service(parent: str) -> Obj:
+    """Headless: DNS publishes one record per ready shard, which is our discovery."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(names.db_name(parent), parent, names.DB),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": False,
+            "selector": names.selector_labels(parent, names.DB),
+            "ports": [{"name": "db", "port": names.DB_PORT, "targetPort": "db", "protocol": "TCP"}],
+        },
+    }
+
+
+def _probe(port: str, period: int, failures: int) -> Obj:
+    return {"tcpSocket": {"port": port}, "periodSeconds": period, "failureThreshold": failures}
+
+
+def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
+    db = names.db_name(parent)
+    claim: Obj = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": decision.storage_size}},
+    }
+    if decision.storage_class is not None:
+        claim["storageClassName"] = decision.storage_class
+    annotations = {names.SEEDED_SHARDS_ANNOTATION: str(decision.seeded_shards)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": _meta(db, parent, names.DB, annotations),
+        "spec": {
+            "serviceName": db,
+            "replicas": decision.shards,
+            "podManagementPolicy": "OrderedReady",  # start in order, stop highest ordinal first
+            "selector": {"matchLabels": names.selector_labels(parent, names.DB)},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+            "template": {
+                "metadata": {"labels": names.labels(parent, names.DB)},
+                "spec": {
+                    "terminationGracePeriodSeconds": spec.drain_grace_period_seconds,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [
+                        {
+                            "name": "db",
+                            "image": spec.db_image,
+                            "ports": [{"name": "db", "containerPort": names.DB_PORT, "protocol": "TCP"}],
+                            "env": [
+                                {"name": "SHARDDB_NAME", "value": parent},
+                                {"name": "SHARDDB_SERVICE", "value": db},
+                                {"name": "SHARDDB_DRAIN_SECONDS", "value": str(spec.drain_grace_period_seconds)},
+                                {"name": "PGDATA", "value": f"{DATA_PATH}/pgdata"},
+                            ],
+                            "readinessProbe": _probe("db", 5, 3),
+                            "livenessProbe": {**_probe("db", 10, 6), "initialDelaySeconds": 30},
+                            "lifecycle": {"preStop": {"exec": {"command": spec.drain}}},
+                            "volumeMounts": [{"name": DATA_VOLUME, "mountPath": DATA_PATH}],
+                        }
+                    ],
+                },
+            },
+            "volumeClaimTemplates": [
+                {"metadata": {"name": DATA_VOLUME, "labels": names.labels(parent, names.DB)}, "spec": claim}
+            ],
+        },
+    }
+
+
+def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj:
+    """Seeds data and sets up replication for ``shards`` shards; Jobs are never updated."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(names.seed_job_name(parent, shards), parent, names.SEED),
+        "spec": {
+            "backoffLimit": 6,
+            "template": {
+                "metadata": {"labels": names.labels(parent, names.SEED)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [
+                        {
+                            "name": "seed",
+                            "image": spec.db_image,
+                            "command": spec.seed,
+                            "env": [
+                                {"name": "SHARDDB_NAME", "value": parent},
+                                {"name": "SHARDDB_NAMESPACE", "value": namespace},
+                                {"name": "SHARDDB_SERVICE", "value": names.db_name(parent)},
+                                {"name": "SHARDDB_SHARDS", "value": str(shards)},
+                            ],
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def cache_deployment(parent: str, spec: ShardDBSpec, replicas: int) -> Obj:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(names.cache_name(parent), parent, names.CACHE),
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": names.selector_labels(parent, names.CACHE)},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "template": {
+                "metadata": {"labels": names.labels(parent, names.CACHE)},
+                "spec": {
+                    "terminationGracePeriodSeconds": spec.cache.flush_grace_period_seconds,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [
+                        {
+                            "name": "cache",
+                            "image": spec.cache.image,
+                            "ports": [{"name": "cache", "containerPort": CACHE_PORT, "protocol": "TCP"}],
+                            "env": [
+                                {"name": "SHARDDB_NAME", "value": parent},
+                                {"name": "SHARDDB_SERVICE", "value": names.db_name(parent)},
+                            ],
+                            "readinessProbe": _probe("cache", 5, 3),
+                            "lifecycle": {"preStop": {"exec": {"command": spec.flush}}},
+                        }
+                    ],
+                },
+            },
+        },
+    }

@@ -1,0 +1,201 @@
+"""Reduce a sync request to the few facts the lifecycle decides on.
+
+Everything here is a plain frozen dataclass so the decision is a pure function
+that tests can feed directly, without HTTP or Kubernetes-shaped JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from . import names
+from .contract import Condition, Deployment, EndpointSlice, Job, PriorStatus, SyncRequest
+from .spec import ShardDBSpec
+
+
+@dataclass(frozen=True)
+class StatefulSetView:
+    replicas: int
+    status_replicas: int
+    ready: int
+    seeded_annotation: int
+    storage_size: str | None
+    storage_class: str | None
+
+
+@dataclass(frozen=True)
+class CacheView:
+    replicas: int
+    status_replicas: int
+    ready: int
+    stuck: bool
+
+
+@dataclass(frozen=True)
+class SeedJobView:
+    shards: int
+    succeeded: bool
+    failed: bool
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    name: str
+    namespace: str
+    generation: int
+    spec: ShardDBSpec
+    finalizing: bool = False
+    prior_seeded: int = 0
+    prior_conditions: tuple[Condition, ...] = ()
+    statefulset: StatefulSetView | None = None
+    service: bool = False
+    cache: CacheView | None = None
+    seed_jobs: tuple[SeedJobView, ...] = ()
+    registered: frozenset[int] = field(default_factory=frozenset)
+    cache_pods: int = 0
+    shard_pods: int = 0
+
+    def seed_job(self, shards: int) -> SeedJobView | None:
+        return next((job for job in self.seed_jobs if job.shards == shards), None)
+
+
+def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
+    """Build the snapshot; ``spec`` is validated separately so its errors name ``parent.spec``."""
+    parent = request.parent
+    name = parent.metadata.name
+    children = request.children
+    related = request.related
+    prior = _prior_status(parent.status)
+    db = names.db_name(name)
+
+    statefulset = None
+    service = False
+    cache = None
+    jobs: tuple[SeedJobView, ...] = ()
+    if children is not None:
+        for sts in (children.statefulsets or {}).values():
+            if sts.metadata.name == db:
+                claim = sts.spec.volume_claim_templates[0].spec if sts.spec.volume_claim_templates else None
+                statefulset = StatefulSetView(
+                    replicas=sts.spec.replicas if sts.spec.replicas is not None else 1,
+                    status_replicas=sts.status.replicas,
+                    ready=sts.status.ready_replicas,
+                    seeded_annotation=_int(sts.metadata.annotations.get(names.SEEDED_SHARDS_ANNOTATION)),
+                    storage_size=claim.resources.requests.get("storage") if claim else None,
+                    storage_class=claim.storage_class_name if claim else None,
+                )
+        service = any(svc.metadata.name == db for svc in (children.services or {}).values())
+        for deployment in (children.deployments or {}).values():
+            if deployment.metadata.name == names.cache_name(name):
+                cache = _cache_view(deployment)
+        jobs = tuple(sorted(_seed_jobs(name, (children.jobs or {}).values()), key=lambda job: job.shards))
+
+    registered: frozenset[int] = frozenset()
+    cache_pods = shard_pods = 0
+    if related is not None:
+        registered = _registered(name, related.endpointslices or {})
+        for pod in (related.pods or {}).values():
+            labels = pod.metadata.labels
+            if labels.get(names.INSTANCE_LABEL) != name or pod.status.phase in ("Succeeded", "Failed"):
+                continue  # a finished pod cannot be flushing or serving
+            component = labels.get(names.COMPONENT_LABEL)
+            if component == names.CACHE:
+                cache_pods += 1
+            elif component == names.DB:
+                shard_pods += 1
+
+    return Snapshot(
+        name=name,
+        namespace=parent.metadata.namespace,
+        generation=parent.metadata.generation,
+        spec=spec,
+        finalizing=request.finalizing,
+        prior_seeded=prior.seeded_shards,
+        prior_conditions=tuple(prior.conditions),
+        statefulset=statefulset,
+        service=service,
+        cache=cache,
+        seed_jobs=jobs,
+        registered=registered,
+        cache_pods=cache_pods,
+        shard_pods=shard_pods,
+    )
+
+
+def _prior_status(raw: dict[str, object] | None) -> PriorStatus:
+    """Status is our own memory: an unreadable part is dropped, not an error."""
+    if not raw:
+        return PriorStatus()
+    seeded = raw.get("seededShards")
+    conditions = []
+    for item in raw.get("conditions") or [] if isinstance(raw.get("conditions"), list) else []:
+        try:
+            conditions.append(Condition.model_validate(item))
+        except ValidationError:
+            continue
+    return PriorStatus(
+        seeded_shards=seeded if isinstance(seeded, int) and not isinstance(seeded, bool) and seeded > 0 else 0,
+        conditions=conditions,
+    )
+
+
+def _int(text: str | None) -> int:
+    return int(text) if text is not None and text.isascii() and text.isdecimal() and len(text) <= 6 else 0
+
+
+def _cache_view(deployment: Deployment) -> CacheView:
+    stuck = any(
+        c.type == "Progressing" and c.status == "False" and c.reason == "ProgressDeadlineExceeded"
+        for c in deployment.status.conditions
+    )
+    return CacheView(
+        replicas=deployment.spec.replicas if deployment.spec.replicas is not None else 1,
+        status_replicas=deployment.status.replicas,
+        ready=deployment.status.ready_replicas,
+        stuck=stuck,
+    )
+
+
+def _seed_jobs(name: str, jobs: Iterable[Job]) -> Iterable[SeedJobView]:
+    prefix = names.seed_job_name(name, 0).removesuffix("0")
+    for job in jobs:
+        shards = _ordinal(job.metadata.name, prefix)
+        if not shards:
+            continue
+        conditions = {c.type: c.status for c in job.status.conditions}
+        yield SeedJobView(
+            shards=shards,
+            succeeded=conditions.get("Complete") == "True",
+            failed=conditions.get("Failed") == "True",
+        )
+
+
+def _registered(name: str, slices: dict[str, EndpointSlice]) -> frozenset[int]:
+    """Ordinals of shard pods that are ready endpoints of the headless Service."""
+    service = names.db_name(name)
+    prefix = service + "-"
+    ordinals: set[int] = set()
+    for endpoint_slice in slices.values():
+        if endpoint_slice.metadata.labels.get(names.SERVICE_NAME_LABEL) != service:
+            continue
+        for endpoint in endpoint_slice.endpoints or ():
+            if endpoint.conditions.ready is False:
+                continue
+            pod = endpoint.target_ref.name if endpoint.target_ref and endpoint.target_ref.kind in ("Pod", "") else ""
+            pod = pod or endpoint.hostname or ""
+            ordinal = _ordinal(pod, prefix)
+            if ordinal is not None:
+                ordinals.add(ordinal)
+    return frozenset(ordinals)
+
+
+def _ordinal(text: str, prefix: str) -> int | None:
+    """The number after ``prefix`` in ``text``, written as Kubernetes writes ordinals."""
+    suffix = text[len(prefix):] if text.startswith(prefix) else ""
+    if suffix.isascii() and suffix.isdecimal() and len(suffix) <= 6 and (suffix == "0" or suffix[0] != "0"):
+        return int(suffix)
+    return None
+
