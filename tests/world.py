@@ -1,0 +1,414 @@
+"""A small, honest stand-in for the cluster around the hooks, for tests and benchmarks.
+
+It keeps objects shaped as the API server returns them (uids, managedFields,
+defaulted specs, status), builds Metacontroller's request from them, and applies
+an answer the way Metacontroller does: create what is new, update what is
+listed, delete what is left out, store the returned status. Controllers
+(StatefulSet, Deployment, Job, EndpointSlice) are simulated by explicit steps
+so a test says exactly which event happens when.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+Obj = dict[str, Any]
+
+GROUP_KEYS = {
+    "Service": "Service.v1",
+    "StatefulSet": "StatefulSet.apps/v1",
+    "Deployment": "Deployment.apps/v1",
+    "Job": "Job.batch/v1",
+}
+CREATED = "2026-01-01T00:00:00Z"
+
+
+def _uid(*parts: str) -> str:
+    digest = hashlib.sha256("/".join(parts).encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def sharddb(name: str = "demo", namespace: str = "default", **spec: Any) -> Obj:
+    """A ShardDB parent as stored: spec defaults filled in like the CRD does."""
+    body: Obj = {"shards": 3, "dbImage": "postgres:16", "cache": {"image": "redis:7", "replicas": 2}}
+    body.update(spec)
+    return {
+        "apiVersion": "mygroup.example.com/v1alpha1",
+        "kind": "ShardDB",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": _uid("parent", namespace, name),
+            "generation": 1,
+            "resourceVersion": "1",
+            "creationTimestamp": CREATED,
+            "finalizers": ["metacontroller.io/compositecontroller-sharddb"],
+        },
+        "spec": body,
+    }
+
+
+class World:
+    """Observed state for one ShardDB; ``request()`` and ``apply()`` close the loop."""
+
+    def __init__(self, parent: Obj | None = None, hook_version: str = "v2") -> None:
+        self.parent = parent or sharddb()
+        self.hook_version = hook_version
+        self.children: dict[str, dict[str, Obj]] = {}
+        self.pods: dict[str, Obj] = {}
+        self.slices: dict[str, Obj] = {}
+        self.finalizing = False
+        self.finalized = False
+        self._rv = 100
+        self.deleted: list[str] = []
+
+    # --- identities -----------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return str(self.parent["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.parent["metadata"]["namespace"])
+
+    def _key(self, name: str) -> str:
+        return name if self.hook_version == "v1" else f"{self.namespace}/{name}"
+
+    def _next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def child(self, kind: str, name: str) -> Obj | None:
+        return self.children.get(GROUP_KEYS[kind], {}).get(self._key(name))
+
+    def statefulset(self) -> Obj | None:
+        return self.child("StatefulSet", f"{self.name}-db")
+
+    def cache(self) -> Obj | None:
+        return self.child("Deployment", f"{self.name}-cache")
+
+    def job(self, shards: int) -> Obj | None:
+        return self.child("Job", f"{self.name}-seed-{shards}")
+
+    def jobs(self) -> list[Obj]:
+        return list(self.children.get(GROUP_KEYS["Job"], {}).values())
+
+    # --- the request Metacontroller would send ---------------------------
+
+    def request(self) -> Obj:
+        related: Obj = {
+            "EndpointSlice.discovery.k8s.io/v1": {self._key(n): s for n, s in sorted(self.slices.items())},
+            "Pod.v1": {self._key(n): p for n, p in sorted(self.pods.items())},
+        }
+        return {
+            "controller": {
+                "apiVersion": "metacontroller.k8s.io/v1alpha1",
+                "kind": "CompositeController",
+                "metadata": {"name": "sharddb"},
+            },
+            "parent": copy.deepcopy(self.parent),
+            "children": copy.deepcopy(self.children),
+            "related": copy.deepcopy(related),
+            "finalizing": self.finalizing,
+        }
+
+    # --- Metacontroller applying an answer ---------------------------------
+
+    def apply(self, answer: Obj) -> None:
+        """Create, update in place, or delete children; store status; honour ``finalized``."""
+        desired: dict[str, dict[str, Obj]] = {}
+        for obj in answer["children"]:
+            group = GROUP_KEYS[obj["kind"]]
+            desired.setdefault(group, {})[self._key(obj["metadata"]["name"])] = obj
+        for group, observed in list(self.children.items()):
+            for key in list(observed):
+                if key not in desired.get(group, {}):
+                    self.deleted.append(f"{group}:{key}")
+                    del observed[key]
+        for group, objs in desired.items():
+            for key, obj in objs.items():
+                current = self.children.setdefault(group, {}).get(key)
+                if current is None:
+                    self.children[group][key] = self._create(obj)
+                elif obj["kind"] != "Job":  # Jobs are OnDelete: never updated in place
+                    self._update(current, obj)
+        status = copy.deepcopy(answer["status"])
+        status["observedGeneration"] = self.parent["metadata"]["generation"]
+        self.parent["status"] = status
+        if answer.get("finalized"):
+            self.finalized = True
+
+    def _create(self, desired: Obj) -> Obj:
+        obj = copy.deepcopy(desired)
+        meta = obj["metadata"]
+        meta.update(
+            namespace=self.namespace,
+            uid=_uid(obj["kind"], self.namespace, meta["name"]),
+            resourceVersion=self._next_rv(),
+            generation=1,
+            creationTimestamp=CREATED,
+            ownerReferences=[
+                {
+                    "apiVersion": self.parent["apiVersion"],
+                    "kind": "ShardDB",
+                    "name": self.name,
+                    "uid": self.parent["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            managedFields=[
+                {
+                    "manager": "metacontroller",
+                    "operation": "Update",
+                    "apiVersion": obj["apiVersion"],
+                    "time": CREATED,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}, "f:spec": {".": {}}},
+                }
+            ],
+        )
+        kind = obj["kind"]
+        if kind == "StatefulSet":
+            obj["spec"].setdefault("revisionHistoryLimit", 10)
+            obj["spec"]["template"]["spec"].setdefault("restartPolicy", "Always")
+            obj["spec"]["template"]["spec"].setdefault("dnsPolicy", "ClusterFirst")
+            for claim in obj["spec"]["volumeClaimTemplates"]:
+                claim.update(apiVersion="v1", kind="PersistentVolumeClaim")
+                claim["spec"].setdefault("volumeMode", "Filesystem")
+            obj["status"] = {"replicas": 0, "availableReplicas": 0, "observedGeneration": 1}
+        elif kind == "Deployment":
+            obj["spec"].setdefault("revisionHistoryLimit", 10)
+            obj["spec"].setdefault("progressDeadlineSeconds", 600)
+            obj["status"] = {"observedGeneration": 1}
+        elif kind == "Job":
+            obj["spec"].setdefault("completions", 1)
+            obj["spec"].setdefault("parallelism", 1)
+            obj["status"] = {"active": 1, "startTime": CREATED}
+        elif kind == "Service":
+            obj["spec"].update(clusterIPs=["None"], type="ClusterIP", sessionAffinity="None")
+            obj["status"] = {"loadBalancer": {}}
+        return obj
+
+    def _update(self, current: Obj, desired: Obj) -> None:
+        def merge(into: Obj, patch: Obj) -> None:
+            for key, value in patch.items():
+                if isinstance(value, dict) and isinstance(into.get(key), dict):
+                    merge(into[key], value)
+                else:
+                    into[key] = copy.deepcopy(value)
+
+        before = copy.deepcopy(current.get("spec"))
+        merge(current, {k: v for k, v in desired.items() if k != "status"})
+        if current.get("spec") != before:
+            current["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        current["metadata"]["resourceVersion"] = self._next_rv()
+
+    # --- the parent's own life ----------------------------------------------
+
+    def edit_spec(self, **changes: Any) -> None:
+        self.parent["spec"].update(changes)
+        self.parent["metadata"]["generation"] += 1
+
+    def delete(self) -> None:
+        self.finalizing = True
+        self.parent["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+
+    # --- controllers, one explicit step at a time -------------------------------
+
+    def _pod(self, name: str, component: str, ready: bool, image: str) -> Obj:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "uid": _uid("pod", self.namespace, name),
+                "resourceVersion": self._next_rv(),
+                "creationTimestamp": CREATED,
+                "labels": {
+                    "app.kubernetes.io/name": "sharddb",
+                    "app.kubernetes.io/instance": self.name,
+                    "app.kubernetes.io/component": component,
+                    "app.kubernetes.io/part-of": "sharddb",
+                    "app.kubernetes.io/managed-by": "metacontroller",
+                },
+                "managedFields": [
+                    {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": CREATED,
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}}}, "subresource": "status"}
+                ],
+            },
+            "spec": {
+                "containers": [
+                    {
+                        "name": component,
+                        "image": image,
+                        "ports": [{"containerPort": 5432 if component == "db" else 6379, "protocol": "TCP"}],
+                        "resources": {},
+                        "terminationMessagePath": "/dev/termination-log",
+                        "terminationMessagePolicy": "File",
+                        "imagePullPolicy": "IfNotPresent",
+                        "volumeMounts": [
+                            {"name": "kube-api-access", "readOnly": True,
+                             "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+                        ],
+                    }
+                ],
+                "restartPolicy": "Always",
+                "terminationGracePeriodSeconds": 30,
+                "dnsPolicy": "ClusterFirst",
+                "serviceAccountName": "default",
+                "nodeName": "node-1",
+                "schedulerName": "default-scheduler",
+                "tolerations": [
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                     "tolerationSeconds": 300}
+                ],
+            },
+            "status": {
+                "phase": "Running",
+                "conditions": [
+                    {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
+                    {"type": "ContainersReady", "status": "True" if ready else "False",
+                     "lastTransitionTime": CREATED},
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": CREATED},
+                ],
+                "hostIP": "10.0.0.1",
+                "podIP": "10.1.0.1",
+                "podIPs": [{"ip": "10.1.0.1"}],
+                "startTime": CREATED,
+                "containerStatuses": [
+                    {"name": component, "ready": ready, "restartCount": 0, "image": image,
+                     "imageID": f"docker.io/library/{image}@sha256:{'0' * 64}",
+                     "containerID": f"containerd://{'1' * 64}", "started": True,
+                     "state": {"running": {"startedAt": CREATED}}}
+                ],
+                "qosClass": "BestEffort",
+            },
+        }
+
+    def run_statefulset(self, ready: int | None = None) -> None:
+        """Shard pods exist for every replica; the first ``ready`` of them are ready."""
+        sts = self.statefulset()
+        if sts is None:
+            return
+        replicas = sts["spec"]["replicas"]
+        ready = replicas if ready is None else min(ready, replicas)
+        image = sts["spec"]["template"]["spec"]["containers"][0]["image"]
+        for pod in [p for p in self.pods if p.startswith(f"{self.name}-db-")]:
+            if int(pod.rsplit("-", 1)[1]) >= replicas:
+                del self.pods[pod]
+        for ordinal in range(replicas):
+            name = f"{self.name}-db-{ordinal}"
+            self.pods[name] = self._pod(name, "db", ordinal < ready, image)
+        sts["status"] = {
+            "replicas": replicas,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "currentReplicas": replicas,
+            "updatedReplicas": replicas,
+            "observedGeneration": sts["metadata"].get("generation", 1),
+            "currentRevision": f"{self.name}-db-5d4f",
+            "updateRevision": f"{self.name}-db-5d4f",
+            "collisionCount": 0,
+        }
+        self.publish_endpoints()
+
+    def publish_endpoints(self, only: set[int] | None = None, ready_unset: bool = False) -> None:
+        """The EndpointSlice controller: ready shard pods become ready endpoints."""
+        endpoints = []
+        for name in sorted(self.pods):
+            pod = self.pods[name]
+            if pod["metadata"]["labels"]["app.kubernetes.io/component"] != "db":
+                continue
+            ordinal = int(name.rsplit("-", 1)[1])
+            ready = pod["status"]["conditions"][0]["status"] == "True"
+            if only is not None and ordinal not in only:
+                continue
+            conditions = {} if ready_unset else {"ready": ready, "serving": ready, "terminating": False}
+            endpoints.append(
+                {
+                    "addresses": [f"10.1.{ordinal // 250}.{ordinal % 250 + 1}"],
+                    "conditions": conditions,
+                    "hostname": name,
+                    "nodeName": "node-1",
+                    "targetRef": {"kind": "Pod", "name": name, "namespace": self.namespace,
+                                  "uid": pod["metadata"]["uid"]},
+                }
+            )
+        slice_name = f"{self.name}-db-abcde"
+        self.slices = {
+            slice_name: {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {
+                    "name": slice_name,
+                    "namespace": self.namespace,
+                    "uid": _uid("slice", self.namespace, slice_name),
+                    "resourceVersion": self._next_rv(),
+                    "generateName": f"{self.name}-db-",
+                    "labels": {
+                        "kubernetes.io/service-name": f"{self.name}-db",
+                        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+                        "service.kubernetes.io/headless": "",
+                    },
+                },
+                "addressType": "IPv4",
+                "endpoints": endpoints,
+                "ports": [{"name": "db", "port": 5432, "protocol": "TCP"}],
+            }
+        }
+
+    def finish_job(self, shards: int, succeeded: bool = True) -> None:
+        job = self.job(shards)
+        assert job is not None, f"no seed Job for {shards} shards"
+        kind = "Complete" if succeeded else "Failed"
+        job["status"] = {
+            "startTime": CREATED,
+            "completionTime": CREATED,
+            "succeeded": 1 if succeeded else 0,
+            "failed": 0 if succeeded else 7,
+            "active": 0,
+            "conditions": [
+                {"type": "SuccessCriteriaMet" if succeeded else "FailureTarget", "status": "True"},
+                {"type": kind, "status": "True", "lastProbeTime": CREATED, "lastTransitionTime": CREATED},
+            ],
+        }
+
+    def run_cache(self, ready: int | None = None) -> None:
+        """Cache pods follow the Deployment's replicas; ``ready`` of them are ready."""
+        deployment = self.cache()
+        if deployment is None:
+            return
+        replicas = deployment["spec"]["replicas"]
+        ready = replicas if ready is None else min(ready, replicas)
+        image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        for pod in [p for p in self.pods if p.startswith(f"{self.name}-cache-")]:
+            del self.pods[pod]
+        for index in range(replicas):
+            name = f"{self.name}-cache-7c9f-{index}"
+            self.pods[name] = self._pod(name, "cache", index < ready, image)
+        deployment["status"] = {
+            "observedGeneration": deployment["metadata"].get("generation", 1),
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "conditions": [{"type": "Available", "status": "True" if ready >= replicas else "False"}],
+        }
+
+    def terminate_pods(self, component: str) -> list[str]:
+        """Mark pods of a component Terminating (still present, maybe still flushing)."""
+        names = [n for n, p in self.pods.items() if p["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+        for name in names:
+            self.pods[name]["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:10Z"
+        return names
+
+    def remove_pods(self, component: str) -> None:
+        for name in [n for n, p in self.pods.items() if p["metadata"]["labels"]["app.kubernetes.io/component"] == component]:
+            del self.pods[name]
+        if component == "db":
+            self.publish_endpoints()
