@@ -1,0 +1,41 @@
+# Two commands matter: `make run` serves the hooks, `make test` runs every test.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8080
+
+.PHONY: run test unit lint bench testbin venv clean
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+venv: $(BIN)/.installed
+
+## Serve the hooks on http://127.0.0.1:$(PORT) (POST /sync, /finalize, /customize).
+run: venv
+	SHARDDB_PORT=$(PORT) $(BIN)/python -m hooks
+
+## Build (once, cached outside the repo) the etcd and kube-apiserver the cluster tests start.
+testbin:
+	@bash tests/cluster/build-binaries.sh >/dev/null
+
+## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, bench smoke.
+test: venv testbin lint
+	$(BIN)/python -m pytest
+
+## Quick tier without the API server.
+unit: venv
+	$(BIN)/python -m pytest -m "not cluster and not slow"
+
+lint: venv
+	$(BIN)/ruff check hooks tests bench
+	$(BIN)/ruff format --check hooks tests bench
+	$(BIN)/mypy
+
+bench: venv
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
