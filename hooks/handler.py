@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,7 +26,7 @@ FINALIZE_RESYNC_SECONDS = 5.0
 
 def utc_now() -> str:
     """RFC 3339 to the second, the precision metav1.Time keeps."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,8 @@ def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finali
         "status": render.status(decision, conditions),
         "children": render.children(snap, decision),
     }
-    if snap.finalizing:
-        if not decision.finalized:
-            body["resyncAfterSeconds"] = FINALIZE_RESYNC_SECONDS
+    if snap.finalizing and not decision.finalized:
+        body["resyncAfterSeconds"] = FINALIZE_RESYNC_SECONDS
     if finalize:
         body["finalized"] = decision.finalized
     return body

@@ -8,12 +8,12 @@ discovery → start the cache. Deletion runs the same idea backwards.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from .snapshot import Snapshot
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     PROVISIONING = "Provisioning"
     SEEDING = "Seeding"
     REGISTERING = "Registering"
@@ -205,12 +205,11 @@ def _available_message(snap: Snapshot, available: bool, ready: int, serving: int
         return f"{serving} shards and the cache are serving"
     if snap.cache is None:
         return "the cache has not started yet"
-    return f"{min(ready, serving)}/{serving} serving shards ready; cache {snap.cache.ready}/{snap.spec.cache.replicas} ready"
+    cache = f"cache {snap.cache.ready}/{snap.spec.cache.replicas} ready"
+    return f"{min(ready, serving)}/{serving} serving shards ready; {cache}"
 
 
-def _progress_message(
-    snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool
-) -> str:
+def _progress_message(snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool) -> str:
     if seed_failed:
         return f"seed Job {snap.name}-seed-{shards} failed"
     if phase == Phase.PROVISIONING:
@@ -236,7 +235,7 @@ def _finalize(snap: Snapshot) -> Decision:
     if cache_busy:
         phase = Phase.DRAINING_CACHE
         message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
-    elif shards_busy or sts is not None and shards != sts.replicas:
+    elif shards_busy or (sts is not None and shards != sts.replicas):
         phase = Phase.DRAINING_SHARDS
         message = f"waiting for {snap.shard_pods} shard pods to drain and exit"
     else:

@@ -130,8 +130,9 @@ def _prior_status(raw: dict[str, object] | None) -> PriorStatus:
     if not raw:
         return PriorStatus()
     seeded = raw.get("seededShards")
+    listed = raw.get("conditions")
     conditions = []
-    for item in raw.get("conditions") or [] if isinstance(raw.get("conditions"), list) else []:
+    for item in listed if isinstance(listed, list) else []:
         try:
             conditions.append(Condition.model_validate(item))
         except ValidationError:
@@ -194,8 +195,7 @@ def _registered(name: str, slices: dict[str, EndpointSlice]) -> frozenset[int]:
 
 def _ordinal(text: str, prefix: str) -> int | None:
     """The number after ``prefix`` in ``text``, written as Kubernetes writes ordinals."""
-    suffix = text[len(prefix):] if text.startswith(prefix) else ""
+    suffix = text[len(prefix) :] if text.startswith(prefix) else ""
     if suffix.isascii() and suffix.isdecimal() and len(suffix) <= 6 and (suffix == "0" or suffix[0] != "0"):
         return int(suffix)
     return None
-
