@@ -27,12 +27,20 @@ JSON = "application/json"
 _HOOK_BODY = {
     "requestBody": {
         "required": True,
-        "content": {JSON: {"schema": {"type": "object", "required": ["parent"], "properties": {
-            "parent": {"type": "object"},
-            "children": {"type": "object"},
-            "related": {"type": "object"},
-            "finalizing": {"type": "boolean"},
-        }}}},
+        "content": {
+            JSON: {
+                "schema": {
+                    "type": "object",
+                    "required": ["parent"],
+                    "properties": {
+                        "parent": {"type": "object"},
+                        "children": {"type": "object"},
+                        "related": {"type": "object"},
+                        "finalizing": {"type": "boolean"},
+                    },
+                }
+            }
+        },
     }
 }
 
@@ -63,23 +71,30 @@ class BodyLimit:
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.limit:
-                raise _TooLarge
+                raise _TooLargeError
             return message
 
         try:
             await self.app(scope, limited, send)
-        except _TooLarge:
+        except _TooLargeError:
             await self._refuse(send)
 
     async def _refuse(self, send: Send) -> None:
         body = orjson.dumps({"detail": f"request body exceeds {self.limit} bytes"})
-        await send({"type": "http.response.start", "status": 413, "headers": [
-            (b"content-type", JSON.encode()), (b"content-length", str(len(body)).encode()),
-        ]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", JSON.encode()),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
-class _TooLarge(Exception):
+class _TooLargeError(Exception):
     pass
 
 

@@ -152,9 +152,7 @@ class Children(_Lean):
 
 
 class Related(_Lean):
-    endpointslices: dict[str, EndpointSlice] | None = Field(
-        default=None, alias="EndpointSlice.discovery.k8s.io/v1"
-    )
+    endpointslices: dict[str, EndpointSlice] | None = Field(default=None, alias="EndpointSlice.discovery.k8s.io/v1")
     pods: dict[str, Pod] | None = Field(default=None, alias="Pod.v1")
 
 

@@ -26,7 +26,7 @@ DEFAULT_FLUSH_GRACE_SECONDS = 30
 DEFAULT_SEED_COMMAND: tuple[str, ...] = (
     "sh",
     "-c",
-    'for i in $(seq 0 $((SHARDDB_SHARDS - 1))); do '
+    "for i in $(seq 0 $((SHARDDB_SHARDS - 1))); do "
     'until pg_isready -h "$SHARDDB_NAME-db-$i.$SHARDDB_SERVICE" -p 5432; do sleep 2; done; '
     "done",
 )
