@@ -107,7 +107,9 @@ def _sync(snap: Snapshot) -> Decision:
 
     # What the cache was started for keeps serving while new shards join.
     serving = min(seeded, shards)
-    serving_ok = serving > 0 and ready >= serving and all(o in snap.registered for o in range(serving))
+    # Endpoints trail readiness; a ready, seeded shard still joining discovery is progress, not damage.
+    registered_ok = phase == Phase.REGISTERING or all(o in snap.registered for o in range(serving))
+    serving_ok = serving > 0 and ready >= serving and registered_ok
     available = cache_ready and serving_ok
 
     size, storage_class = _storage(snap)
