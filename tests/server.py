@@ -26,7 +26,13 @@ def free_port() -> int:
 def serve(env: dict[str, str] | None = None, scheme: str = "http", timeout: float = 20.0) -> Iterator[str]:
     """Run ``python -m hooks`` until the block ends; yields its base URL."""
     port = free_port()
-    environment = {**os.environ, "SHARDDB_HOST": "127.0.0.1", "SHARDDB_PORT": str(port), **(env or {})}
+    environment = {
+        **os.environ,
+        "SHARDDB_HOST": "127.0.0.1",
+        "SHARDDB_PORT": str(port),
+        "SHARDDB_SHUTDOWN_DELAY_SECONDS": "0",  # tests stop servers at once; the delay is tested on its own
+        **(env or {}),
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "hooks"],
         cwd=ROOT,

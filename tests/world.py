@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 Obj = dict[str, Any]
@@ -237,8 +238,15 @@ class World:
                     "app.kubernetes.io/managed-by": "metacontroller",
                 },
                 "managedFields": [
-                    {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": CREATED,
-                     "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}}}, "subresource": "status"}
+                    {
+                        "manager": "kubelet",
+                        "operation": "Update",
+                        "apiVersion": "v1",
+                        "time": CREATED,
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {"f:status": {"f:conditions": {}}},
+                        "subresource": "status",
+                    }
                 ],
             },
             "spec": {
@@ -252,8 +260,11 @@ class World:
                         "terminationMessagePolicy": "File",
                         "imagePullPolicy": "IfNotPresent",
                         "volumeMounts": [
-                            {"name": "kube-api-access", "readOnly": True,
-                             "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+                            {
+                                "name": "kube-api-access",
+                                "readOnly": True,
+                                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                            }
                         ],
                     }
                 ],
@@ -264,16 +275,19 @@ class World:
                 "nodeName": "node-1",
                 "schedulerName": "default-scheduler",
                 "tolerations": [
-                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                     "tolerationSeconds": 300}
+                    {
+                        "key": "node.kubernetes.io/not-ready",
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": 300,
+                    }
                 ],
             },
             "status": {
                 "phase": "Running",
                 "conditions": [
                     {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
-                    {"type": "ContainersReady", "status": "True" if ready else "False",
-                     "lastTransitionTime": CREATED},
+                    {"type": "ContainersReady", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
                     {"type": "PodScheduled", "status": "True", "lastTransitionTime": CREATED},
                 ],
                 "hostIP": "10.0.0.1",
@@ -281,10 +295,16 @@ class World:
                 "podIPs": [{"ip": "10.1.0.1"}],
                 "startTime": CREATED,
                 "containerStatuses": [
-                    {"name": component, "ready": ready, "restartCount": 0, "image": image,
-                     "imageID": f"docker.io/library/{image}@sha256:{'0' * 64}",
-                     "containerID": f"containerd://{'1' * 64}", "started": True,
-                     "state": {"running": {"startedAt": CREATED}}}
+                    {
+                        "name": component,
+                        "ready": ready,
+                        "restartCount": 0,
+                        "image": image,
+                        "imageID": f"docker.io/library/{image}@sha256:{'0' * 64}",
+                        "containerID": f"containerd://{'1' * 64}",
+                        "started": True,
+                        "state": {"running": {"startedAt": CREATED}},
+                    }
                 ],
                 "qosClass": "BestEffort",
             },
@@ -335,8 +355,12 @@ class World:
                     "conditions": conditions,
                     "hostname": name,
                     "nodeName": "node-1",
-                    "targetRef": {"kind": "Pod", "name": name, "namespace": self.namespace,
-                                  "uid": pod["metadata"]["uid"]},
+                    "targetRef": {
+                        "kind": "Pod",
+                        "name": name,
+                        "namespace": self.namespace,
+                        "uid": pod["metadata"]["uid"],
+                    },
                 }
             )
         slice_name = f"{self.name}-db-abcde"
@@ -402,13 +426,54 @@ class World:
 
     def terminate_pods(self, component: str) -> list[str]:
         """Mark pods of a component Terminating (still present, maybe still flushing)."""
-        names = [n for n, p in self.pods.items() if p["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+        names = self._pods_of(component)
         for name in names:
             self.pods[name]["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:10Z"
         return names
 
+    def _pods_of(self, component: str) -> list[str]:
+        return [n for n, p in self.pods.items() if p["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+
     def remove_pods(self, component: str) -> None:
-        for name in [n for n, p in self.pods.items() if p["metadata"]["labels"]["app.kubernetes.io/component"] == component]:
+        for name in self._pods_of(component):
             del self.pods[name]
         if component == "db":
             self.publish_endpoints()
+
+
+Hook = Callable[[Obj, bool], Obj]
+
+
+def step(world: World, hook: Hook) -> Obj:
+    """One Metacontroller round: send the observed world, apply the answer."""
+    answer = hook(world.request(), world.finalizing)
+    world.apply(answer)
+    return answer
+
+
+def bring_up(world: World, hook: Hook, max_rounds: int = 20) -> Obj:
+    """Let every controller do its job until the ShardDB reports Available."""
+    for _ in range(max_rounds):
+        answer = step(world, hook)
+        if answer["status"]["phase"] == "Available":
+            return answer
+        world.run_statefulset()
+        for job in world.jobs():
+            if not job["status"].get("conditions"):
+                world.finish_job(int(job["metadata"]["name"].rsplit("-", 1)[1]))
+        world.run_cache()
+    raise AssertionError(f"not Available after {max_rounds} rounds: {world.parent.get('status')}")
+
+
+def tear_down(world: World, hook: Hook, max_rounds: int = 20) -> list[str]:
+    """Delete the ShardDB and play controllers until finalized; returns the phases seen."""
+    world.delete()
+    phases: list[str] = []
+    for _ in range(max_rounds):
+        answer = step(world, hook)
+        phases.append(answer["status"]["phase"])
+        if world.finalized:
+            return phases
+        world.run_cache()
+        world.run_statefulset()
+    raise AssertionError(f"not finalized after {max_rounds} rounds: phases {phases}")

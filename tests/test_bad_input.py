@@ -1,0 +1,137 @@
+"""Requests the hooks cannot act on get a 4xx that names the problem, never a 5xx."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from hooks.app import create_app
+from hooks.settings import Settings
+
+from .world import Obj, World, bring_up, sharddb
+
+pytestmark = pytest.mark.http
+
+
+@pytest.fixture(params=["uvicorn", "asgi"])
+def client(request: pytest.FixtureRequest, server_url: str) -> Iterator[httpx.Client]:
+    if request.param == "uvicorn":
+        with httpx.Client(base_url=server_url, timeout=10.0) as live:
+            yield live
+    else:
+        with TestClient(create_app()) as local:
+            yield local
+
+
+def valid() -> Obj:
+    from .hook import direct
+
+    world = World(sharddb())
+    bring_up(world, direct)
+    return world.request()
+
+
+def mutate(change: Callable[[Obj], Any]) -> bytes:
+    request = valid()
+    change(request)
+    return json.dumps(request).encode()
+
+
+def spec_field(key: str, value: Any) -> Callable[[Obj], Any]:
+    return lambda r: r["parent"]["spec"].__setitem__(key, value)
+
+
+def drop_spec_field(key: str) -> Callable[[Obj], Any]:
+    return lambda r: r["parent"]["spec"].pop(key)
+
+
+def first_sts(r: Obj) -> Obj:
+    return next(iter(r["children"]["StatefulSet.apps/v1"].values()))
+
+
+CASES: dict[str, tuple[bytes, int, str]] = {
+    "not JSON": (b"{parent: nope", 400, "not valid JSON"),
+    "empty body": (b"", 400, "not valid JSON"),
+    "invalid UTF-8": (b'{"parent": "\xff\xfe"}', 400, "not valid JSON"),
+    "JSON array": (b"[]", 422, "body"),
+    "missing parent": (json.dumps({"children": {}}).encode(), 422, "parent: Field required"),
+    "parent not an object": (json.dumps({"parent": 7}).encode(), 422, "parent"),
+    "wrong parent kind": (mutate(lambda r: r["parent"].__setitem__("kind", "Deployment")), 422, "parent.kind"),
+    "wrong parent group": (
+        mutate(lambda r: r["parent"].__setitem__("apiVersion", "apps/v1")),
+        422,
+        "parent.apiVersion",
+    ),
+    "shards as a string": (mutate(spec_field("shards", "3")), 422, "parent.spec.shards"),
+    "shards zero": (mutate(spec_field("shards", 0)), 422, "parent.spec.shards"),
+    "shards negative": (mutate(spec_field("shards", -2)), 422, "parent.spec.shards"),
+    "shards huge": (mutate(spec_field("shards", 10**30)), 422, "parent.spec.shards"),
+    "shards boolean": (mutate(spec_field("shards", True)), 422, "parent.spec.shards"),
+    "missing dbImage": (mutate(drop_spec_field("dbImage")), 422, "parent.spec.dbImage"),
+    "empty dbImage": (mutate(spec_field("dbImage", "")), 422, "parent.spec.dbImage"),
+    "missing cache": (mutate(drop_spec_field("cache")), 422, "parent.spec.cache"),
+    "negative cache replicas": (
+        mutate(spec_field("cache", {"image": "redis:7", "replicas": -1})),
+        422,
+        "parent.spec.cache.replicas",
+    ),
+    "empty seed command": (mutate(spec_field("seedCommand", [])), 422, "parent.spec.seedCommand"),
+    "child replicas wrong type": (
+        mutate(lambda r: first_sts(r)["spec"].__setitem__("replicas", "three")),
+        422,
+        "children.StatefulSet.apps/v1",
+    ),
+    "child of the wrong kind in a group": (
+        mutate(lambda r: first_sts(r).__setitem__("kind", "Deployment")),
+        422,
+        "kind",
+    ),
+    "child without a name": (
+        mutate(lambda r: first_sts(r)["metadata"].pop("name")),
+        422,
+        "metadata.name",
+    ),
+    "finalizing not a boolean": (mutate(lambda r: r.__setitem__("finalizing", "maybe")), 422, "finalizing"),
+    "NaN where a number belongs": (
+        mutate(spec_field("shards", 3)).replace(b'"shards": 3', b'"shards": NaN'),
+        422,
+        "parent.spec.shards",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("hook", ["/sync", "/finalize"])
+def test_bad_request_is_refused_with_a_message_naming_the_problem(client: httpx.Client, hook: str, name: str) -> None:
+    body, status, needle = CASES[name]
+    response = client.post(hook, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == status, response.text
+    assert needle in response.json()["detail"]
+
+
+def test_customize_refuses_a_missing_parent(client: httpx.Client) -> None:
+    response = client.post("/customize", json={})
+    assert response.status_code == 422
+    assert "parent" in response.json()["detail"]
+
+
+def test_oversized_body_is_refused_with_413(client: httpx.Client) -> None:
+    response = client.post("/sync", content=b" " * (Settings().max_body_bytes + 1))
+    assert response.status_code == 413
+    assert "exceeds" in response.json()["detail"]
+
+
+def test_oversized_body_without_content_length_is_refused_with_413() -> None:
+    with TestClient(create_app(Settings(max_body_bytes=1000))) as local:
+        chunks = (b"x" * 100 for _ in range(50))
+        response = local.post("/sync", content=chunks)
+    assert response.status_code == 413
+
+
+def test_wrong_method_is_a_4xx(client: httpx.Client) -> None:
+    assert client.get("/sync").status_code == 405
