@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-import os
+import sys
 
-import uvicorn
+from .settings import Settings, SettingsError
 
 
-def main() -> None:
-    uvicorn.run(
-        "hooks.app:app",
-        host=os.environ.get("SHARDDB_HOST", "127.0.0.1"),
-        port=int(os.environ.get("SHARDDB_PORT", "8080")),
-        log_level=os.environ.get("SHARDDB_LOG_LEVEL", "info").lower(),
-        access_log=False,  # the app logs one structured line per hook call
-        proxy_headers=False,
-        server_header=False,
-        timeout_keep_alive=int(os.environ.get("SHARDDB_KEEPALIVE_SECONDS", "75")),
-    )
+def main() -> int:
+    try:
+        settings = Settings.from_env()
+        from .app import create_app
+        from .serving import HookServer, config
+
+        app = create_app(settings)
+    except SettingsError as error:
+        print(f"sharddb-hooks: {error}", file=sys.stderr)
+        return 2
+    server = HookServer(config(app, settings), health=app.state.health, delay=settings.shutdown_delay_seconds)
+    server.run()
+    return 0 if server.started else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The HTTP edge: routes, body limits, ETags, metrics and the per-call log line.
+"""The HTTP edge: routes, auth, body limits, ETags, metrics and the per-call log line.
 
 Hook bodies are read raw and parsed by ``handler`` so the lifecycle never
 depends on FastAPI; this module only maps outcomes to HTTP.
@@ -6,10 +6,12 @@ depends on FastAPI; this module only maps outcomes to HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -18,6 +20,7 @@ from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import __version__, handler, logs
+from .auth import BearerAuth, TokenFile
 from .errors import HookError
 from .metrics import CONTENT_TYPE, Metrics
 from .settings import Settings
@@ -50,11 +53,15 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 
 class BodyLimit:
-    """Refuses bodies over ``limit`` bytes with 413 before the app buffers them."""
+    """Refuses bodies over ``limit`` bytes (413) or slower than ``timeout`` seconds (408).
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    Both answers close the connection: the rest of such a body is not worth reading.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, timeout: float = 10.0) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -62,32 +69,45 @@ class BodyLimit:
             return
         for key, value in scope["headers"]:
             if key == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await self._refuse(send)
+                await self._refuse(send, 413, f"request body exceeds {self.limit} bytes")
                 return
         received = 0
+        complete = False
+        deadline = asyncio.get_running_loop().time() + self.timeout
 
         async def limited() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, complete
+            if complete:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise _SlowBodyError from None
             received += len(message.get("body", b""))
             if received > self.limit:
                 raise _TooLargeError
+            complete = not message.get("more_body", False)
             return message
 
         try:
             await self.app(scope, limited, send)
         except _TooLargeError:
-            await self._refuse(send)
+            await self._refuse(send, 413, f"request body exceeds {self.limit} bytes")
+        except _SlowBodyError:
+            await self._refuse(send, 408, f"request body not received within {self.timeout:g} seconds")
 
-    async def _refuse(self, send: Send) -> None:
-        body = orjson.dumps({"detail": f"request body exceeds {self.limit} bytes"})
+    @staticmethod
+    async def _refuse(send: Send, status: int, detail: str) -> None:
+        body = orjson.dumps({"detail": detail})
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": status,
                 "headers": [
                     (b"content-type", JSON.encode()),
                     (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
                 ],
             }
         )
@@ -96,6 +116,22 @@ class BodyLimit:
 
 class _TooLargeError(Exception):
     pass
+
+
+class _SlowBodyError(Exception):
+    pass
+
+
+@dataclass
+class Health:
+    """Ready between lifespan start and the first shutdown signal (``draining``)."""
+
+    started: bool = False
+    draining: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.started and not self.draining
 
 
 def etag(path: str, body: bytes) -> str:
@@ -116,13 +152,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     logger = logs.setup(settings.log_level)
     metrics = Metrics()
-    state = {"ready": False}
+    health = Health()
+    tokens = TokenFile(settings.auth_token_file, logger) if settings.auth_token_file else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        state["ready"] = True
+        health.started = True
         yield
-        state["ready"] = False
+        health.started = False
 
     app = FastAPI(
         title="ShardDB hooks",
@@ -133,6 +170,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.metrics = metrics
+    app.state.health = health
 
     async def run_hook(request: Request, hook: str, work: Callable[[bytes], handler.Outcome]) -> Response:
         started = time.perf_counter()
@@ -186,15 +224,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/readyz", summary="Readiness: false while starting or shutting down")
     async def readyz() -> Response:
-        ready = state["ready"]
+        ready = health.ready
         return _json({"status": "ok" if ready else "unavailable"}, status=200 if ready else 503)
 
     @app.get("/metrics", summary="Prometheus metrics")
     async def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout=settings.body_timeout_seconds)
+    if tokens is not None:  # outermost: an unauthenticated body is never read
+        open_paths = {"/healthz", "/readyz"} | (set() if settings.metrics_auth else {"/metrics"})
+        app.add_middleware(BearerAuth, tokens=tokens, open_paths=open_paths)
     return app
 
 
-app = create_app()
+_default: list[FastAPI] = []
+
+
+def __getattr__(name: str) -> FastAPI:
+    """``hooks.app:app``, built from the environment on first use rather than on import."""
+    if name != "app":
+        raise AttributeError(name)
+    if not _default:
+        _default.append(create_app())
+    return _default[0]
