@@ -28,6 +28,7 @@ from fastapi.routing import APIRoute
 
 from hooks import handler
 from hooks.app import app
+from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
 
 from .world import World
@@ -289,6 +290,20 @@ def test_hook_container_runs_python_m_hooks_on_all_interfaces(target: Path) -> N
 
 
 @targets
+def test_hook_settings_are_ones_the_service_starts_with(target: Path) -> None:
+    settings = Settings.from_env(env(render(target)))
+    assert (settings.host, settings.port) == ("0.0.0.0", 8080)
+
+
+@targets
+def test_grace_period_outlasts_the_services_own_drain(target: Path) -> None:
+    objs = render(target)
+    settings = Settings.from_env(env(objs))
+    drain = settings.shutdown_delay_seconds + settings.graceful_timeout_seconds
+    assert pod_spec(objs)["terminationGracePeriodSeconds"] > drain
+
+
+@targets
 def test_probes_use_the_apps_health_routes(target: Path) -> None:
     each = container(render(target))
     assert each["startupProbe"]["httpGet"]["path"] == "/healthz"
@@ -458,6 +473,11 @@ def test_production_hooks_serve_the_certificate_metacontroller_trusts() -> None:
     assert mounted_file(objs, env(objs)["SHARDDB_TLS_KEY_FILE"]) == (trusted, "tls.key")
     each = container(objs)
     assert {each[p]["httpGet"].get("scheme") for p in ("startupProbe", "livenessProbe", "readinessProbe")} == {"HTTPS"}
+
+
+def test_production_secrets_are_mounted_whole_so_rotation_reaches_the_pod() -> None:
+    mounts = container(overlay("production"))["volumeMounts"]
+    assert all("subPath" not in mount for mount in mounts)
 
 
 def test_production_spreads_replicas_across_nodes() -> None:
