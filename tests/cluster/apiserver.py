@@ -1,0 +1,246 @@
+"""A real etcd + kube-apiserver on loopback, for tests that must say "Kubernetes".
+
+The binaries come from ``build-binaries.sh`` (built once with Go, cached outside
+the repository). Each process runs in its own process group and is told to die
+with this process, so nothing survives a failed or killed test session.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+BUILD_SCRIPT = HERE / "build-binaries.sh"
+ADMIN_USER = "sharddb-admin"
+_PR_SET_PDEATHSIG = 1
+
+
+class ControlPlaneError(RuntimeError):
+    """The test API server could not be built or started; the message says why."""
+
+
+def build_binaries(timeout: float = 1800.0) -> Path:
+    """Run the build script (a no-op when cached) and return the binaries' directory.
+
+    The script itself says clearly when Go is missing; its message is passed on.
+    """
+    try:
+        result = subprocess.run(
+            ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ControlPlaneError(f"build-binaries.sh did not finish within {timeout:.0f}s") from None
+    if result.returncode != 0:
+        raise ControlPlaneError(f"build-binaries.sh failed ({result.returncode}):\n{result.stderr.strip()}")
+    lines = result.stdout.strip().splitlines()
+    if not lines:
+        raise ControlPlaneError("build-binaries.sh printed no directory")
+    directory = Path(lines[-1])
+    for binary in ("etcd", "kube-apiserver"):
+        if not os.access(directory / binary, os.X_OK):
+            raise ControlPlaneError(f"build-binaries.sh did not produce {directory / binary}")
+    return directory
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: own process group, and SIGKILL when the test process dies."""
+    os.setsid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class ControlPlane:
+    """One etcd and one kube-apiserver; ``start()`` returns when /readyz says ok."""
+
+    bin_dir: Path
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="sharddb-apiserver-")))
+    token: str = field(default_factory=lambda: os.urandom(16).hex())
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def ca_file(self) -> Path:
+        """The serving certificate the API server generates for itself (self-signed chain)."""
+        return self.root / "certs" / "apiserver.crt"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    def start(self, timeout: float = 120.0) -> None:
+        atexit.register(self.stop)
+        try:
+            etcd_url = self._start_etcd()
+            self._start_apiserver(etcd_url)
+            self._wait_ready(timeout)
+            self._write_kubeconfig()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.root / f"{name}.log").open("wb")
+        process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+            preexec_fn=_die_with_parent,  # runs before exec; fixture setup is single-threaded
+        )
+        log.close()
+        self.processes.append(process)
+        return process
+
+    def _start_etcd(self) -> str:
+        client, peer = free_port(), free_port()
+        client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+        self._spawn(
+            "etcd",
+            [
+                str(self.bin_dir / "etcd"),
+                "--name=sharddb-test",
+                f"--data-dir={self.root / 'etcd'}",
+                f"--listen-client-urls={client_url}",
+                f"--advertise-client-urls={client_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=sharddb-test={peer_url}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+        return client_url
+
+    def _start_apiserver(self, etcd_url: str) -> None:
+        certs = self.root / "certs"
+        certs.mkdir()
+        key, public = certs / "sa.key", certs / "sa.pub"
+        for command in (
+            ["openssl", "genrsa", "-out", str(key), "2048"],
+            ["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(public)],
+        ):
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                raise ControlPlaneError(f"{' '.join(command[:2])} failed: {result.stderr.strip()}")
+        tokens = self.root / "tokens.csv"
+        tokens.write_text(f'{self.token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+        self.port = free_port()
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self.bin_dir / "kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.port}",
+                f"--cert-dir={certs}",
+                f"--token-auth-file={tokens}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={public}",
+                f"--service-account-signing-key-file={key}",
+                "--disable-admission-plugins=ServiceAccount",
+                "--enable-priority-and-fairness=false",
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+                "--v=0",
+            ],
+        )
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            for name, process in zip(("etcd", "kube-apiserver"), self.processes, strict=False):
+                if process.poll() is not None:
+                    raise ControlPlaneError(f"{name} exited ({process.returncode}):\n{self._tail()}")
+            if self.ca_file.exists():
+                try:
+                    response = httpx.get(
+                        f"{self.url}/readyz",
+                        headers={"Authorization": f"Bearer {self.token}"},
+                        verify=ssl.create_default_context(cafile=str(self.ca_file)),
+                        timeout=2.0,
+                    )
+                    if response.status_code == 200:
+                        return
+                    last = f"{response.status_code}: {response.text[-500:]}"
+                except httpx.HTTPError as error:
+                    last = repr(error)
+            time.sleep(0.25)
+        raise ControlPlaneError(f"kube-apiserver not ready after {timeout:.0f}s ({last}):\n{self._tail()}")
+
+    def _tail(self, lines: int = 30) -> str:
+        out = []
+        for log in sorted(self.root.glob("*.log")):
+            text = log.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {log.name}\n" + "\n".join(text))
+        return "\n".join(out)
+
+    def _write_kubeconfig(self) -> None:
+        self.kubeconfig.write_text(
+            "\n".join(
+                [
+                    "apiVersion: v1",
+                    "kind: Config",
+                    "clusters:",
+                    "- name: sharddb-test",
+                    "  cluster:",
+                    f"    server: {self.url}",
+                    f"    certificate-authority: {self.ca_file}",
+                    "users:",
+                    f"- name: {ADMIN_USER}",
+                    "  user:",
+                    f"    token: {self.token}",
+                    "contexts:",
+                    "- name: sharddb-test",
+                    "  context:",
+                    "    cluster: sharddb-test",
+                    f"    user: {ADMIN_USER}",
+                    "current-context: sharddb-test",
+                    "",
+                ]
+            )
+        )
+
+    def stop(self) -> None:
+        """Kill every process group, wait for it, remove the data directory. Safe to call twice."""
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+        self.processes.clear()
+        shutil.rmtree(self.root, ignore_errors=True)

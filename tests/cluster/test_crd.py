@@ -1,0 +1,72 @@
+"""The ShardDB CRD installs, serves its names, defaults a sample, and prints useful columns."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import CRD_NAME
+from .kube import Kube, error_message
+from .loop import Loop
+from .samples import SPEC, example, sharddb
+
+pytestmark = pytest.mark.cluster
+
+
+def test_crd_is_established_with_its_names_accepted(kube: Kube) -> None:
+    crd = kube.get("CustomResourceDefinition", CRD_NAME)
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conditions["Established"] == "True"
+    assert conditions["NamesAccepted"] == "True"
+    assert crd["status"]["acceptedNames"]["shortNames"] == ["sdb"]
+    assert crd["status"]["acceptedNames"]["categories"] == ["all", "sharddb"]
+
+
+def test_sample_sharddb_is_accepted(kube: Kube, namespace: str) -> None:
+    body = example(namespace)
+    response = kube.create(body)
+    assert response.status_code == 201, error_message(response)
+    assert response.json()["spec"]["shards"] == body["spec"]["shards"]
+
+
+def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> None:
+    spec = {"shards": 2, "dbImage": "postgres:16", "cache": {"image": "redis:7"}}
+    response = kube.create(sharddb("defaults", namespace, spec))
+    assert response.status_code == 201, error_message(response)
+    assert response.json()["spec"] == {
+        "shards": 2,
+        "dbImage": "postgres:16",
+        "cache": {"image": "redis:7", "replicas": 1, "flushGracePeriodSeconds": 30},
+        "storage": {"size": "1Gi"},
+        "drainGracePeriodSeconds": 60,
+    }
+
+
+def test_short_name_and_category_find_sharddbs(kube: Kube, namespace: str) -> None:
+    assert kube.create(sharddb("found", namespace)).status_code == 201
+    for resource in ("sdb", "sharddb", "all"):
+        result = kube.kubectl("get", resource, "-n", namespace, "-o", "name")
+        assert result.returncode == 0, result.stderr
+        assert "sharddb.mygroup.example.com/found" in result.stdout.split(), resource
+
+
+def test_kubectl_get_prints_shards_ready_phase_cache_age(kube: Kube, namespace: str) -> None:
+    assert kube.create(sharddb("listed", namespace)).status_code == 201
+    result = kube.kubectl("get", "sharddb", "-n", namespace)
+    assert result.returncode == 0, result.stderr
+    header = result.stdout.splitlines()[0].split()
+    assert header == ["NAME", "SHARDS", "READY", "PHASE", "CACHE", "AGE"]
+
+
+def test_kubectl_get_shows_an_available_sharddb_as_ready(kube: Kube, namespace: str) -> None:
+    loop = Loop(kube, namespace)
+    loop.create(SPEC)
+    loop.until("Available")
+    result = kube.kubectl("get", "sharddb", "demo", "-n", namespace, "--no-headers")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[:5] == ["demo", "3", "True", "Available", "true"]
+
+
+def test_schema_documents_every_field_for_kubectl_explain(kube: Kube) -> None:
+    result = kube.kubectl("explain", "sharddb.spec.cache.flushGracePeriodSeconds")
+    assert result.returncode == 0, result.stderr
+    assert "its termination grace period" in " ".join(result.stdout.split())

@@ -1,0 +1,119 @@
+"""The CRD's schema says what the hooks say: same spec fields, limits and defaults; every status field.
+
+Read from the file, no API server needed: a drift between crds/sharddb.yaml and
+hooks/spec.py or the status the hooks write fails here first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hooks import handler
+from hooks.lifecycle import Phase
+from hooks.spec import ShardDBSpec
+from tests.world import World
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD = yaml.safe_load((ROOT / "crds" / "sharddb.yaml").read_text())
+(VERSION,) = CRD["spec"]["versions"]
+SCHEMA = VERSION["schema"]["openAPIV3Schema"]
+KEPT = ("type", "properties", "required", "items", "minimum", "maximum", "minLength", "minItems", "default")
+
+Obj = dict[str, Any]
+
+
+def _from_pydantic(node: Obj, defs: Obj) -> Obj:
+    """Pydantic's JSON schema reduced to the keywords a structural CRD schema shares."""
+    if "$ref" in node:
+        node = {**defs[node["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
+    if "anyOf" in node:  # Optional[X]: absent in the CRD means None in the hook
+        (only,) = [branch for branch in node["anyOf"] if branch.get("type") != "null"]
+        node = {**only, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+    out = {k: v for k, v in node.items() if k in KEPT}
+    if "properties" in out:
+        out["properties"] = {k: _from_pydantic(v, defs) for k, v in out["properties"].items()}
+    if "items" in out:
+        out["items"] = _from_pydantic(out["items"], defs)
+    if isinstance(out.get("default"), dict):
+        out["default"] = {k: v for k, v in out["default"].items() if v is not None}
+    return out
+
+
+def _from_crd(node: Obj) -> Obj:
+    """The CRD schema reduced the same way; an object default of {} gets its fields' defaults."""
+    out = {k: v for k, v in node.items() if k in KEPT}
+    if "properties" in out:
+        out["properties"] = {k: _from_crd(v) for k, v in out["properties"].items()}
+    if "items" in out:
+        out["items"] = _from_crd(out["items"])
+    if out.get("default") == {} and "properties" in out:
+        out["default"] = {k: v["default"] for k, v in out["properties"].items() if "default" in v}
+    return out
+
+
+def _descriptions_missing(node: Obj, where: str) -> list[str]:
+    missing = [] if node.get("description") or where == "metadata" else [where]
+    for name, child in node.get("properties", {}).items():
+        if where != "metadata":
+            missing += _descriptions_missing(child, f"{where}.{name}" if where else name)
+    if "items" in node:
+        missing += _descriptions_missing(node["items"], f"{where}[]")
+    return missing
+
+
+def _hook_status() -> Obj:
+    status: Obj = handler.sync(json.dumps(World().request()).encode(), finalize=False).body["status"]
+    return status
+
+
+def test_spec_schema_matches_the_hooks_model() -> None:
+    pydantic = ShardDBSpec.model_json_schema(by_alias=True, mode="validation")
+    expected = _from_pydantic(pydantic, pydantic.get("$defs", {}))
+    assert _from_crd(SCHEMA["properties"]["spec"]) == expected
+
+
+def test_spec_keeps_no_unknown_fields() -> None:
+    def preserving(node: Obj, where: str) -> list[str]:
+        found = [where] if node.get("x-kubernetes-preserve-unknown-fields") else []
+        for name, child in node.get("properties", {}).items():
+            found += preserving(child, f"{where}.{name}")
+        return found
+
+    assert preserving(SCHEMA["properties"]["spec"], "spec") == []
+    assert preserving(SCHEMA["properties"]["status"], "status") == []
+
+
+def test_every_field_has_a_description() -> None:
+    assert _descriptions_missing(SCHEMA, "") == []
+
+
+def test_status_schema_declares_every_field_the_hooks_write() -> None:
+    status = _hook_status()
+    declared = SCHEMA["properties"]["status"]["properties"]
+    assert set(status) | {"observedGeneration"} == set(declared)
+    condition_fields = set(declared["conditions"]["items"]["properties"])
+    for condition in status["conditions"]:
+        assert set(condition) <= condition_fields
+        assert set(declared["conditions"]["items"]["required"]) <= set(condition)
+
+
+def test_status_phase_enum_is_the_lifecycle_phases() -> None:
+    assert SCHEMA["properties"]["status"]["properties"]["phase"]["enum"] == [phase.value for phase in Phase]
+
+
+def test_conditions_are_a_list_map_keyed_by_type() -> None:
+    conditions = SCHEMA["properties"]["status"]["properties"]["conditions"]
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+
+
+def test_observed_generation_is_int64() -> None:
+    assert SCHEMA["properties"]["status"]["properties"]["observedGeneration"] == {
+        "type": "integer",
+        "format": "int64",
+        "description": "The metadata.generation this status was computed for.",
+    }

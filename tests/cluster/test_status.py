@@ -1,0 +1,90 @@
+"""The status the hooks return survives the API server unchanged: nothing pruned, nothing rewritten.
+
+If any field were undeclared, the stored status would differ from the answer
+and Metacontroller would write status on every sync, forever.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from .kube import Kube, error_message
+from .loop import Loop, hook
+from .samples import SPEC
+
+pytestmark = pytest.mark.cluster
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture
+def available(kube: Kube, namespace: str) -> Loop:
+    """A ShardDB driven to Available through the real hook code and the real API server."""
+    loop = Loop(kube, namespace)
+    loop.create(SPEC)
+    loop.until("Available")
+    return loop
+
+
+def _hook_status(loop: Loop) -> Obj:
+    """What the hook answers for the current stored world, plus Metacontroller's observedGeneration."""
+    loop.world.parent = loop.parent_stored
+    status: Obj = copy.deepcopy(hook(loop.world.request(), False)["status"])
+    status["observedGeneration"] = loop.world.parent["metadata"]["generation"]
+    return status
+
+
+def test_available_status_put_through_status_round_trips_unchanged(available: Loop) -> None:
+    status = _hook_status(available)
+    assert status["phase"] == "Available"
+    assert {c["type"] for c in status["conditions"]} == {"Available", "Progressing", "Degraded"}
+    parent = available.parent_stored
+    parent["status"] = status
+    response = available.kube.put(parent, subresource="status")
+    assert response.status_code == 200, error_message(response)
+    assert available.parent_stored["status"] == status
+
+
+def test_status_merge_patch_round_trips_unchanged(available: Loop) -> None:
+    status = _hook_status(available)
+    status["conditions"] = list(reversed(status["conditions"]))  # order is the answer's, not the server's
+    response = available.kube.merge_patch("ShardDB", "demo", available.namespace, {"status": status}, "status")
+    assert response.status_code == 200, error_message(response)
+    assert available.parent_stored["status"] == status
+
+
+def test_stored_status_is_a_fixed_point_of_the_hook(available: Loop) -> None:
+    stored = available.parent_stored["status"]
+    assert _hook_status(available) == stored
+
+
+def test_every_stage_status_round_trips(kube: Kube, namespace: str) -> None:
+    loop = Loop(kube, namespace)
+    loop.create(SPEC)
+    loop.until("Available")  # each round asserts its /status write came back unchanged
+    loop.delete()
+    loop.round()
+    phases = [answer["status"]["phase"] for answer in loop.answers]
+    assert phases[0] == "Provisioning"
+    assert {"Seeding", "StartingCache", "Available", "DrainingCache"} <= set(phases)
+    assert loop.parent_stored["status"]["phase"] == "DrainingCache"
+
+
+def test_status_written_with_the_spec_is_ignored(kube: Kube, namespace: str) -> None:
+    loop = Loop(kube, namespace)
+    loop.create(SPEC)
+    parent = loop.parent_stored
+    parent["status"] = {"phase": "Available", "cacheReady": True}
+    response = kube.put(parent)
+    assert response.status_code == 200, error_message(response)
+    assert "status" not in loop.parent_stored
+
+
+def test_status_with_an_undeclared_field_is_refused(available: Loop) -> None:
+    status = {**_hook_status(available), "colour": "green"}
+    response = available.kube.merge_patch("ShardDB", "demo", available.namespace, {"status": status}, "status")
+    assert response.status_code in (400, 422), error_message(response)
+    assert 'unknown field "status.colour"' in error_message(response)
