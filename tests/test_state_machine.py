@@ -1,0 +1,220 @@
+"""Random event orders against the stand-in cluster: the ShardDB always ends Available or finalized.
+
+Hypothesis interleaves hook rounds with cluster events (shards flapping, seed
+Jobs failing or vanishing, pods terminating, registration lagging, spec edits,
+stale parent status, deletion at any moment). Every answer is checked against
+the rules as it is applied; at the end a fair scheduler lets every controller
+do its job and the ShardDB must converge.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from .hook import direct
+from .world import GROUP_KEYS, Obj, World, sharddb
+
+pytestmark = pytest.mark.slow
+
+MAX_SHARDS = 6
+CONVERGENCE_ROUNDS = 40
+
+
+class ShardDBLifecycle(RuleBasedStateMachine):
+    world: World
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Shard counts the hook has seen seeded (a Complete Job in a request it answered). A Job
+        # deleted before any hook call saw it finish leaves no trace anywhere, so only these count.
+        self.seeded: set[int] = set()
+        self.statuses: list[Obj] = []  # every status written, for stale reads
+        self.rounds = 0
+
+    @initialize(
+        shards=st.integers(1, 4),
+        cache_replicas=st.integers(0, 3),
+        hook_version=st.sampled_from(["v1", "v2"]),
+    )
+    def create(self, shards: int, cache_replicas: int, hook_version: str) -> None:
+        parent = sharddb(shards=shards, cache={"image": "redis:7", "replicas": cache_replicas})
+        self.world = World(parent, hook_version=hook_version)
+
+    # --- Metacontroller ------------------------------------------------------------
+
+    @precondition(lambda self: not self.world.finalized)  # after that the ShardDB is gone
+    @rule()
+    def sync(self) -> None:
+        self._round()
+
+    @precondition(lambda self: not self.world.finalized)
+    @rule()
+    def everything_catches_up(self) -> None:
+        """One fair round, so walks reach the later phases before the next surprise."""
+        self._round()
+        self._controllers()
+
+    @precondition(lambda self: len(self.statuses) > 1 and not self.world.finalized)
+    @rule(data=st.data())
+    def stale_parent_status(self, data: st.DataObject) -> None:
+        """Metacontroller's informer may hand the hook an older parent, status included."""
+        self.world.parent["status"] = copy.deepcopy(data.draw(st.sampled_from(self.statuses[:-1])))
+
+    # --- cluster controllers and people ----------------------------------------------
+
+    @rule(ready=st.one_of(st.none(), st.integers(0, MAX_SHARDS)))
+    def statefulset_controller(self, ready: int | None) -> None:
+        self.world.run_statefulset(ready)
+
+    @rule(only=st.sets(st.integers(0, MAX_SHARDS - 1)))
+    def registration_lags(self, only: set[int]) -> None:
+        self.world.publish_endpoints(only=only)
+
+    @precondition(lambda self: any(not job["status"].get("conditions") for job in self.world.jobs()))
+    @rule(data=st.data(), succeeded=st.booleans())
+    def seed_job_finishes(self, data: st.DataObject, succeeded: bool) -> None:
+        running = [job for job in self.world.jobs() if not job["status"].get("conditions")]
+        shards = _shards(data.draw(st.sampled_from(running)))
+        self.world.finish_job(shards, succeeded=succeeded)
+
+    @precondition(lambda self: bool(self.world.jobs()))
+    @rule(data=st.data())
+    def seed_job_deleted(self, data: st.DataObject) -> None:
+        """A person retrying a failed seed, or a TTL controller cleaning up a finished one."""
+        job = data.draw(st.sampled_from(self.world.jobs()))
+        del self.world.children[GROUP_KEYS["Job"]][self.world._key(job["metadata"]["name"])]
+
+    @rule(ready=st.one_of(st.none(), st.integers(0, 3)))
+    def deployment_controller(self, ready: int | None) -> None:
+        self.world.run_cache(ready)
+
+    @rule(component=st.sampled_from(["db", "cache"]))
+    def pods_terminate(self, component: str) -> None:
+        self.world.terminate_pods(component)
+
+    @rule(component=st.sampled_from(["db", "cache"]))
+    def pods_vanish(self, component: str) -> None:
+        self.world.remove_pods(component)
+
+    @precondition(lambda self: not self.world.finalizing)
+    @rule(more=st.integers(1, 2))
+    def scale_up(self, more: int) -> None:
+        self.world.edit_spec(shards=min(MAX_SHARDS, self.world.parent["spec"]["shards"] + more))
+
+    @precondition(lambda self: not self.world.finalizing)
+    @rule(image=st.sampled_from(["postgres:16.1", "postgres:17"]))
+    def image_bump(self, image: str) -> None:
+        self.world.edit_spec(dbImage=image)
+
+    @precondition(lambda self: not self.world.finalizing)
+    @rule(now=st.integers(0, 2))
+    def delete(self, now: int) -> None:
+        """At any moment, mid-seed included; drawn rarely so walks also reach Available first."""
+        if now == 0:
+            self.world.delete()
+
+    # --- rules checked on every answer -------------------------------------------------
+
+    def _round(self) -> Obj:
+        world = self.world
+        before = _observed(world)
+        live = _live_pods(world)
+        answer = direct(world.request(), world.finalizing)
+        kinds = {c["kind"] for c in answer["children"]}
+        sts = next(c for c in answer["children"] if c["kind"] == "StatefulSet")
+        new_jobs = {_shards(c) for c in answer["children"] if c["kind"] == "Job"} - before["jobs"]
+        assert not new_jobs & self.seeded, f"seed re-run for {new_jobs & self.seeded} shards"
+        assert {"Service", "StatefulSet"} <= kinds
+        if world.finalizing:
+            assert not new_jobs
+            if live["cache"]:
+                assert sts["spec"]["replicas"] == before["replicas"], "shards lowered while cache pods exist"
+            if answer.get("finalized"):
+                assert live == {"db": 0, "cache": 0}, "finalized with pods left"
+        else:
+            assert sts["spec"]["replicas"] >= before["replicas"], "shards shrank"
+            if before["cache"]:
+                assert "Deployment" in kinds, "the cache was dropped"
+        self.seeded |= before["complete"]
+        world.apply(answer)
+        self.statuses.append(copy.deepcopy(answer["status"]))
+        self.rounds += 1
+        return answer
+
+    @invariant()
+    def finalized_only_while_deleting(self) -> None:
+        assert not self.world.finalized or self.world.finalizing
+
+    def _controllers(self) -> None:
+        """Every controller does its job once; a failed seed is retried the documented way."""
+        world = self.world
+        world.run_statefulset()
+        for job in world.jobs():
+            outcome = {c["type"]: c["status"] for c in job["status"].get("conditions", [])}
+            if outcome.get("Failed") == "True":  # inspect, then delete the failed Job to retry
+                del world.children[GROUP_KEYS["Job"]][world._key(job["metadata"]["name"])]
+            elif not outcome:
+                world.finish_job(_shards(job))
+        world.run_cache()
+
+    # --- the end: a fair scheduler must converge ------------------------------------------
+
+    def teardown(self) -> None:
+        if not hasattr(self, "world"):
+            return
+        world = self.world
+        for _ in range(CONVERGENCE_ROUNDS):
+            if world.finalized:
+                return
+            answer = self._round()
+            if not world.finalizing and _available(answer):
+                return
+            self._controllers()
+        status = world.parent.get("status", {})
+        raise AssertionError(f"no convergence after {CONVERGENCE_ROUNDS} fair rounds: {status}")
+
+
+def _shards(job: Obj) -> int:
+    return int(job["metadata"]["name"].rsplit("-", 1)[1])
+
+
+def _observed(world: World) -> dict[str, Any]:
+    sts = world.statefulset()
+    return {
+        "replicas": sts["spec"]["replicas"] if sts else 0,
+        "cache": world.cache() is not None,
+        "jobs": {_shards(job) for job in world.jobs()},
+        "complete": {
+            _shards(job)
+            for job in world.jobs()
+            if any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", []))
+        },
+    }
+
+
+def _live_pods(world: World) -> dict[str, int]:
+    counts = {"db": 0, "cache": 0}
+    for pod in world.pods.values():
+        if pod["status"]["phase"] not in ("Succeeded", "Failed"):
+            counts[pod["metadata"]["labels"]["app.kubernetes.io/component"]] += 1
+    return counts
+
+
+def _available(answer: Obj) -> bool:
+    available = next(c for c in answer["status"]["conditions"] if c["type"] == "Available")
+    return bool(answer["status"]["phase"] == "Available" and available["status"] == "True")
+
+
+ShardDBLifecycle.TestCase.settings = settings(
+    max_examples=300,
+    stateful_step_count=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestShardDBLifecycle = ShardDBLifecycle.TestCase
