@@ -135,11 +135,14 @@ class Health:
 
 
 def etag(path: str, body: bytes) -> str:
-    """Answers are a function of the request and this code, so hash exactly those."""
-    digest = hashlib.blake2b(body, digest_size=16, person=b"sharddb-hooks")
-    digest.update(path.encode())
-    digest.update(__version__.encode())
-    return f'"{digest.hexdigest()}"'
+    """Answers are a function of the request and this code, so hash exactly those.
+
+    SHA-256 runs in hardware on current x86 and ARM servers: about twice blake2b's speed
+    over a large request body, and hashing the body is a fixed cost of every call.
+    """
+    digest = hashlib.sha256(f"sharddb-hooks\0{__version__}\0{path}\0".encode())
+    digest.update(body)
+    return f'"{digest.hexdigest()[:32]}"'
 
 
 def _matches(header: str | None, tag: str) -> bool:

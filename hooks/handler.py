@@ -7,13 +7,13 @@ clock is passed in and read only if a condition changes status.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from . import names, render
+from . import names, render, wire
 from .conditions import stamp
 from .contract import CustomizeRequest, Parent, SyncRequest
 from .errors import HookError, from_validation
@@ -39,13 +39,13 @@ class Outcome:
     changes: list[str]
 
 
-def _check_parent(parent: Parent) -> None:
+def _check_parent(parent: Parent | wire.Parent) -> None:
     group = parent.api_version.partition("/")[0]
     if group != names.GROUP:
         raise HookError(422, f"parent.apiVersion: expected group {names.GROUP}, got {parent.api_version!r}")
 
 
-def _spec(parent: Parent) -> ShardDBSpec:
+def _spec(parent: Parent | wire.Parent) -> ShardDBSpec:
     try:
         return ShardDBSpec.model_validate(parent.spec)
     except ValidationError as error:
@@ -54,15 +54,12 @@ def _spec(parent: Parent) -> ShardDBSpec:
 
 def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Outcome:
     """Answer a sync (or, with ``finalize``, a finalize) request."""
-    try:
-        request = SyncRequest.model_validate_json(body)
-    except ValidationError as error:
-        raise from_validation(error) from None
+    request = _sync_request(body)
     _check_parent(request.parent)
     spec = _spec(request.parent)
-    if finalize and not request.finalizing:
-        request = request.model_copy(update={"finalizing": True})
     snap = observe(request, spec)
+    if finalize and not snap.finalizing:
+        snap = replace(snap, finalizing=True)
     decision = decide(snap)
     return Outcome(
         body=answer(snap, decision, now, finalize=finalize),
@@ -70,6 +67,17 @@ def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Ou
         phase=decision.phase.value,
         changes=changes(snap, decision),
     )
+
+
+def _sync_request(body: bytes) -> SyncRequest | wire.SyncRequest:
+    """The fast decoder for what Metacontroller sends; ``contract`` for anything else and for errors."""
+    fast = wire.sync_request(body)
+    if fast is not None:
+        return fast
+    try:
+        return SyncRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise from_validation(error) from None
 
 
 def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finalize: bool) -> dict[str, Any]:
@@ -95,10 +103,12 @@ def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finali
 
 def customize(body: bytes) -> dict[str, Any]:
     """Ask Metacontroller to watch this ShardDB's EndpointSlices and Pods too."""
-    try:
-        request = CustomizeRequest.model_validate_json(body)
-    except ValidationError as error:
-        raise from_validation(error) from None
+    request: CustomizeRequest | wire.CustomizeRequest | None = wire.customize_request(body)
+    if request is None:
+        try:
+            request = CustomizeRequest.model_validate_json(body)
+        except ValidationError as error:
+            raise from_validation(error) from None
     _check_parent(request.parent)
     name = request.parent.metadata.name
     return {

@@ -6,14 +6,20 @@ that tests can feed directly, without HTTP or Kubernetes-shaped JSON.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from . import names
-from .contract import Condition, Deployment, EndpointSlice, Job, PriorStatus, SyncRequest
+from . import contract, names, wire
+from .contract import Condition, PriorStatus
 from .spec import ShardDBSpec
+
+# Either decoding of the same request (``wire`` fast, ``contract`` thorough) observes alike.
+SyncRequest = contract.SyncRequest | wire.SyncRequest
+Deployment = contract.Deployment | wire.Deployment
+Job = contract.Job | wire.Job
+EndpointSlice = contract.EndpointSlice | wire.EndpointSlice
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,7 @@ def _seed_jobs(name: str, jobs: Iterable[Job]) -> Iterable[SeedJobView]:
         )
 
 
-def _registered(name: str, slices: dict[str, EndpointSlice]) -> frozenset[int]:
+def _registered(name: str, slices: Mapping[str, EndpointSlice]) -> frozenset[int]:
     """Ordinals of shard pods that are ready endpoints of the headless Service."""
     service = names.db_name(name)
     prefix = service + "-"
