@@ -25,6 +25,8 @@ import httpx
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build-binaries.sh"
 ADMIN_USER = "sharddb-admin"
+ROOT_PREFIX = "sharddb-apiserver-"
+OWNER_FILE = "owner.pid"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -55,6 +57,18 @@ def build_binaries(timeout: float = 1800.0) -> Path:
     return directory
 
 
+def remove_orphaned_roots() -> None:
+    """Data directories of sessions that were killed before they could clean up."""
+    for root in Path(tempfile.gettempdir()).glob(f"{ROOT_PREFIX}*"):
+        try:
+            owner = int((root / OWNER_FILE).read_text())
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(root, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # not ours to judge: unreadable, or just being created
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -73,7 +87,7 @@ class ControlPlane:
     """One etcd and one kube-apiserver; ``start()`` returns when /readyz says ok."""
 
     bin_dir: Path
-    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="sharddb-apiserver-")))
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix=ROOT_PREFIX)))
     token: str = field(default_factory=lambda: os.urandom(16).hex())
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     port: int = 0
@@ -92,6 +106,8 @@ class ControlPlane:
         return self.root / "kubeconfig"
 
     def start(self, timeout: float = 120.0) -> None:
+        remove_orphaned_roots()
+        (self.root / OWNER_FILE).write_text(str(os.getpid()))
         atexit.register(self.stop)
         try:
             etcd_url = self._start_etcd()

@@ -23,11 +23,14 @@ _namespaces = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
+    problem = None
     try:
         plane = ControlPlane(build_binaries())
         plane.start()
     except ControlPlaneError as error:
-        pytest.fail(f"cluster tier: {error}", pytrace=False)
+        problem = str(error)
+    if problem is not None:
+        pytest.fail(f"cluster tier: {problem}", pytrace=False)
     try:
         yield plane
     finally:

@@ -1,4 +1,4 @@
-"""ShardDB objects for the cluster tests: the project's example if there is one, else a minimal one."""
+"""ShardDB objects for the cluster tests: the project's examples, and a minimal valid one."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "sharddb.yaml"
+EXAMPLES = ROOT / "examples"
 
 Obj = dict[str, Any]
 
@@ -26,12 +26,11 @@ def sharddb(name: str, namespace: str, spec: Obj | None = None) -> Obj:
     }
 
 
-def example(namespace: str) -> Obj:
-    """The first ShardDB of ``examples/sharddb.yaml``, moved into ``namespace``; a minimal one if absent."""
-    if not EXAMPLE.exists():
-        return sharddb("example", namespace)
-    for doc in yaml.safe_load_all(EXAMPLE.read_text()):
-        if isinstance(doc, dict) and doc.get("kind") == "ShardDB":
-            doc["metadata"]["namespace"] = namespace
-            return doc
-    raise AssertionError(f"{EXAMPLE.relative_to(ROOT)} holds no ShardDB")
+def examples() -> dict[str, Obj]:
+    """Every ShardDB in ``examples/*.yaml`` by file name; a minimal one if there are none."""
+    found: dict[str, Obj] = {}
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "ShardDB":
+                found[f"{path.stem}-{doc['metadata']['name']}"] = doc
+    return found or {"minimal": sharddb("minimal", "default")}

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 import pytest
 
 from .conftest import CRD_NAME
 from .kube import Kube, error_message
 from .loop import Loop
-from .samples import SPEC, example, sharddb
+from .samples import SPEC, examples, sharddb
 
 pytestmark = pytest.mark.cluster
+
+EXAMPLES = examples()
 
 
 def test_crd_is_established_with_its_names_accepted(kube: Kube) -> None:
@@ -21,11 +26,20 @@ def test_crd_is_established_with_its_names_accepted(kube: Kube) -> None:
     assert crd["status"]["acceptedNames"]["categories"] == ["all", "sharddb"]
 
 
-def test_sample_sharddb_is_accepted(kube: Kube, namespace: str) -> None:
-    body = example(namespace)
+def _contains(stored: Any, given: Any) -> bool:
+    """Every field given is stored as given (defaults may add more)."""
+    if isinstance(given, dict):
+        return isinstance(stored, dict) and all(_contains(stored.get(k), v) for k, v in given.items())
+    return bool(stored == given)
+
+
+@pytest.mark.parametrize("sample", EXAMPLES.values(), ids=EXAMPLES.keys())
+def test_example_sharddb_is_accepted_as_written(kube: Kube, namespace: str, sample: dict[str, Any]) -> None:
+    body = copy.deepcopy(sample)
+    body["metadata"]["namespace"] = namespace
     response = kube.create(body)
     assert response.status_code == 201, error_message(response)
-    assert response.json()["spec"]["shards"] == body["spec"]["shards"]
+    assert _contains(response.json()["spec"], sample["spec"])
 
 
 def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> None:
