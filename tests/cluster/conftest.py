@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,12 +22,27 @@ CRD_NAME = "sharddbs.mygroup.example.com"
 _namespaces = itertools.count(1)
 
 
+def _start(bin_dir: Path, attempts: int = 2) -> ControlPlane:
+    """Start etcd and kube-apiserver; a second try covers a free port taken in between."""
+    for attempt in range(1, attempts + 1):
+        plane = ControlPlane(bin_dir)
+        try:
+            plane.start()
+        except ControlPlaneError:
+            if attempt == attempts:
+                raise
+            continue
+        return plane
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
+    if shutil.which("kubectl") is None:
+        pytest.fail("cluster tier: kubectl is required on PATH (kustomize rendering and kubectl checks)", pytrace=False)
     problem = None
     try:
-        plane = ControlPlane(build_binaries())
-        plane.start()
+        plane = _start(build_binaries())
     except ControlPlaneError as error:
         problem = str(error)
     if problem is not None:

@@ -2,12 +2,13 @@
 
 Metacontroller itself cannot run here, so this module does what it does with a
 sync answer, against the real API server: create new children (namespace,
-owner reference, last-applied annotation), update existing ones in place the
-way its dynamic apply does (three-way merge of desired over observed, then a
-PUT), delete children left out, and write the returned status through the
-/status subresource. ``tests.world.World`` keeps playing the controllers that
-do not run here (StatefulSet, Job, Deployment, EndpointSlice): its children are
-the real stored objects, with only their ``status`` simulated.
+owner reference, ``controller-uid`` label, last-applied annotation), update
+existing ones in place the way its dynamic apply does (three-way merge of
+desired over observed, then a PUT), delete children left out, and write the
+returned status through the /status subresource when it differs.
+``tests.world.World`` keeps playing the controllers that do not run here
+(StatefulSet, Job, Deployment, EndpointSlice): its children are the real
+stored objects, with only their ``status`` simulated.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ Obj = dict[str, Any]
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 FINALIZER = "metacontroller.io/compositecontroller-sharddb"
+SELECTOR_LABEL = "controller-uid"  # the CompositeController sets generateSelector: true
 # Keys Metacontroller's apply guesses as list-map keys, highest precedence first.
 LIST_MAP_KEYS = ("containerPort", "port", "mountPath", "name", "uid", "ip", "path")
 # Child update strategy of the CompositeController: Jobs are OnDelete, the rest InPlace.
@@ -72,6 +74,13 @@ def _merge_list_map(key: str, observed: list[Obj], last: list[Obj], desired: lis
     return [merged[k] for k in dict.fromkeys(order) if k in merged]
 
 
+def _with_selector_label(child: Obj, parent_uid: str) -> Obj:
+    """With ``generateSelector: true`` Metacontroller labels every desired child with the parent's uid."""
+    labelled = copy.deepcopy(child)
+    labelled["metadata"].setdefault("labels", {}).setdefault(SELECTOR_LABEL, parent_uid)
+    return labelled
+
+
 def hook(request: Obj, finalize: bool) -> Obj:
     """The real hook code, from JSON bytes to answer body."""
     return handler.sync(json.dumps(request).encode(), finalize=finalize).body
@@ -86,6 +95,7 @@ class Loop:
     name: str = "demo"
     world: World = field(init=False)
     answers: list[Obj] = field(default_factory=list)
+    status_writes: int = 0
 
     def create(self, spec: Obj) -> Obj:
         """Create the ShardDB as a user would, with Metacontroller's finalizer on it."""
@@ -115,8 +125,9 @@ class Loop:
             (group, key): obj.get("status") for group, objs in self.world.children.items() for key, obj in objs.items()
         }
         self.world.apply(answer)
+        uid = self.world.parent["metadata"]["uid"]
         for child in answer["children"]:
-            self._write_child(child)
+            self._write_child(_with_selector_label(child, uid))
         for deleted in self.world.deleted:
             group, _, key = deleted.partition(":")
             kind = next(k for k, g in GROUP_KEYS.items() if g == group)
@@ -176,10 +187,17 @@ class Loop:
                 objs[key] = stored
 
     def _write_status(self, answer: Obj) -> None:
-        """Metacontroller's status update: the answer's status plus observedGeneration, via /status."""
+        """Metacontroller's status update: the answer's status plus observedGeneration, via /status.
+
+        Like Metacontroller, nothing is written when the stored status already equals it.
+        """
         parent = self.parent_stored
         status = copy.deepcopy(answer["status"])
         status["observedGeneration"] = parent["metadata"]["generation"]
+        if parent.get("status") == status:
+            self.world.parent = parent
+            return
+        self.status_writes += 1
         parent["status"] = status
         response = self.kube.put(parent, subresource="status")
         assert response.status_code == 200, f"status update: {error_message(response)}"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .kube import Kube
-from .loop import LAST_APPLIED, Loop
+from .loop import LAST_APPLIED, SELECTOR_LABEL, Loop
 from .samples import SPEC
 
 pytestmark = pytest.mark.cluster
@@ -44,6 +44,7 @@ def test_fresh_sharddb_gets_service_and_statefulset_owned_by_it(loop: Loop) -> N
     for kind, name in KIND_NAMES:
         meta = loop.kube.get(kind, name, loop.namespace)["metadata"]
         assert meta["ownerReferences"][0]["uid"] == uid
+        assert meta["labels"][SELECTOR_LABEL] == uid
         assert LAST_APPLIED in meta["annotations"]
 
 

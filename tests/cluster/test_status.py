@@ -61,6 +61,15 @@ def test_stored_status_is_a_fixed_point_of_the_hook(available: Loop) -> None:
     assert _hook_status(available) == stored
 
 
+def test_resync_with_nothing_changed_writes_no_status(available: Loop) -> None:
+    before = available.parent_stored["metadata"]["resourceVersion"]
+    writes = available.status_writes
+    available.round()
+    available.round()
+    assert available.status_writes == writes
+    assert available.parent_stored["metadata"]["resourceVersion"] == before
+
+
 def test_every_stage_status_round_trips(kube: Kube, namespace: str) -> None:
     loop = Loop(kube, namespace)
     loop.create(SPEC)
