@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from . import contract, names, wire
 from .contract import Condition, PriorStatus
-from .spec import ShardDBSpec
+from .spec import MAX_SHARDS, ShardDBSpec
 
 # Either decoding of the same request (``wire`` fast, ``contract`` thorough) observes alike.
 SyncRequest = contract.SyncRequest | wire.SyncRequest
@@ -143,10 +143,8 @@ def _prior_status(raw: dict[str, object] | None) -> PriorStatus:
             conditions.append(Condition.model_validate(item))
         except ValidationError:
             continue
-    return PriorStatus(
-        seeded_shards=seeded if isinstance(seeded, int) and not isinstance(seeded, bool) and seeded > 0 else 0,
-        conditions=conditions,
-    )
+    valid = isinstance(seeded, int) and not isinstance(seeded, bool) and 0 < seeded <= MAX_SHARDS
+    return PriorStatus.model_validate({"seededShards": seeded if valid else 0, "conditions": conditions})
 
 
 def _int(text: str | None) -> int:

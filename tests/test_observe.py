@@ -116,6 +116,18 @@ def test_seeded_count_is_read_from_the_statefulset_annotation() -> None:
     assert snap(world.request()).statefulset.seeded_annotation == 3  # type: ignore[union-attr]
 
 
+def test_seeded_count_is_read_from_the_parent_status() -> None:
+    world = available_world()
+    world.parent["status"]["seededShards"] = 7
+    assert snap(world.request()).prior_seeded == 7
+
+
+def test_prior_conditions_are_read_from_the_parent_status() -> None:
+    world = available_world()
+    seen = snap(world.request())
+    assert [c.type for c in seen.prior_conditions] == ["Available", "Progressing", "Degraded"]
+
+
 def test_unreadable_prior_status_is_ignored_not_refused() -> None:
     world = available_world()
     world.parent["status"] = {"seededShards": "many", "conditions": [{"type": 1}, "junk"]}
