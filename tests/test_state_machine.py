@@ -36,13 +36,16 @@ class ShardDBLifecycle(RuleBasedStateMachine):
         self.seeded: set[int] = set()
         self.statuses: list[Obj] = []  # every status written, for stale reads
         self.rounds = 0
+        self.delete_after = 0
 
     @initialize(
         shards=st.integers(1, 4),
         cache_replicas=st.integers(0, 3),
         hook_version=st.sampled_from(["v1", "v2"]),
+        delete_after=st.integers(0, 12),
     )
-    def create(self, shards: int, cache_replicas: int, hook_version: str) -> None:
+    def create(self, shards: int, cache_replicas: int, hook_version: str, delete_after: int) -> None:
+        self.delete_after = delete_after  # hook rounds before deletion may arrive: early, mid-seed, or late
         parent = sharddb(shards=shards, cache={"image": "redis:7", "replicas": cache_replicas})
         self.world = World(parent, hook_version=hook_version)
 
@@ -94,6 +97,15 @@ class ShardDBLifecycle(RuleBasedStateMachine):
     def deployment_controller(self, ready: int | None) -> None:
         self.world.run_cache(ready)
 
+    @precondition(lambda self: _scaled_to_zero_with_pods(self.world))
+    @rule()
+    def cache_scaled_to_zero_while_pods_flush(self) -> None:
+        """The Deployment already reports no replicas; its pods are still Terminating (flushing)."""
+        deployment = self.world.cache()
+        assert deployment is not None
+        self.world.terminate_pods("cache")
+        deployment["status"] = {"observedGeneration": deployment["metadata"]["generation"], "replicas": 0}
+
     @rule(component=st.sampled_from(["db", "cache"]))
     def pods_terminate(self, component: str) -> None:
         self.world.terminate_pods(component)
@@ -112,12 +124,10 @@ class ShardDBLifecycle(RuleBasedStateMachine):
     def image_bump(self, image: str) -> None:
         self.world.edit_spec(dbImage=image)
 
-    @precondition(lambda self: not self.world.finalizing)
-    @rule(now=st.integers(0, 2))
-    def delete(self, now: int) -> None:
-        """At any moment, mid-seed included; drawn rarely so walks also reach Available first."""
-        if now == 0:
-            self.world.delete()
+    @precondition(lambda self: not self.world.finalizing and self.rounds >= self.delete_after)
+    @rule()
+    def delete(self) -> None:
+        self.world.delete()
 
     # --- rules checked on every answer -------------------------------------------------
 
@@ -196,6 +206,11 @@ def _observed(world: World) -> dict[str, Any]:
             if any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", []))
         },
     }
+
+
+def _scaled_to_zero_with_pods(world: World) -> bool:
+    deployment = world.cache()
+    return deployment is not None and deployment["spec"]["replicas"] == 0 and bool(world._pods_of("cache"))
 
 
 def _live_pods(world: World) -> dict[str, int]:
