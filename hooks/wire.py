@@ -172,12 +172,12 @@ def sync_request(body: bytes) -> SyncRequest | None:
     """The request, or None when only ``contract`` can say what it is (or what is wrong)."""
     try:
         return _SYNC.decode(body)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):  # deep nesting: contract reports it as a 400
         return None
 
 
 def customize_request(body: bytes) -> CustomizeRequest | None:
     try:
         return _CUSTOMIZE.decode(body)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         return None
