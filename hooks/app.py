@@ -7,7 +7,6 @@ depends on FastAPI; this module only maps outcomes to HTTP.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from blake3 import blake3
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -137,12 +137,12 @@ class Health:
 def etag(path: str, body: bytes) -> str:
     """Answers are a function of the request and this code, so hash exactly those.
 
-    SHA-256 runs in hardware on current x86 and ARM servers: about twice blake2b's speed
-    over a large request body, and hashing the body is a fixed cost of every call.
+    Every call hashes its whole body, so the hash is BLAKE3: cryptographic like
+    blake2b, and several times faster over a large request (SIMD).
     """
-    digest = hashlib.sha256(f"sharddb-hooks\0{__version__}\0{path}\0".encode())
+    digest = blake3(f"sharddb-hooks\0{__version__}\0{path}\0".encode())
     digest.update(body)
-    return f'"{digest.hexdigest()[:32]}"'
+    return f'"{digest.hexdigest(16)}"'
 
 
 def _matches(header: str | None, tag: str) -> bool:
