@@ -84,6 +84,8 @@ class BodyLimit:
                     message = await receive()
             except TimeoutError:
                 raise _SlowBodyError from None
+            if message["type"] == "http.disconnect":
+                raise _ClientGoneError
             received += len(message.get("body", b""))
             if received > self.limit:
                 raise _TooLargeError
@@ -96,6 +98,8 @@ class BodyLimit:
             await self._refuse(send, 413, f"request body exceeds {self.limit} bytes")
         except _SlowBodyError:
             await self._refuse(send, 408, f"request body not received within {self.timeout:g} seconds")
+        except _ClientGoneError:
+            pass  # hung up mid-body: nobody is left to answer, and it is not the service's fault
 
     @staticmethod
     async def _refuse(send: Send, status: int, detail: str) -> None:
@@ -119,6 +123,10 @@ class _TooLargeError(Exception):
 
 
 class _SlowBodyError(Exception):
+    pass
+
+
+class _ClientGoneError(Exception):
     pass
 
 

@@ -3,50 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
 
-from .server import ROOT, free_port
+from .process import hooks_process
 from .world import World
 
 pytestmark = pytest.mark.http
-
-
-@contextmanager
-def hooks_process(**env: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """``python -m hooks`` on a free loopback port, ready; the test sends the signals."""
-    port = free_port()
-    environment = {**os.environ, "SHARDDB_HOST": "127.0.0.1", "SHARDDB_PORT": str(port), **env}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hooks"], cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "hook server did not become ready"
-            time.sleep(0.05)
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        if process.stderr:
-            process.stderr.close()
 
 
 def sync_request() -> bytes:
@@ -65,8 +33,9 @@ def read_response(sock: socket.socket) -> bytes:
     return data
 
 
-def test_sigterm_turns_readiness_false_while_calls_are_still_answered() -> None:
-    with hooks_process(SHARDDB_SHUTDOWN_DELAY_SECONDS="1.5") as (process, port):
+def test_sigterm_turns_readiness_false_while_calls_are_still_answered(tmp_path: Path) -> None:
+    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="1.5") as hooks:
+        process, port = hooks.process, hooks.port
         process.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         base = f"http://127.0.0.1:{port}"
@@ -76,8 +45,9 @@ def test_sigterm_turns_readiness_false_while_calls_are_still_answered() -> None:
         assert process.wait(timeout=10) == 0
 
 
-def test_an_in_flight_call_finishes_after_sigterm_and_the_process_exits_0() -> None:
-    with hooks_process(SHARDDB_SHUTDOWN_DELAY_SECONDS="0.5") as (process, port):
+def test_an_in_flight_call_finishes_after_sigterm_and_the_process_exits_0(tmp_path: Path) -> None:
+    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="0.5") as hooks:
+        process, port = hooks.process, hooks.port
         request = sync_request()
         sock = socket.create_connection(("127.0.0.1", port))
         with sock:
@@ -96,18 +66,19 @@ def test_an_in_flight_call_finishes_after_sigterm_and_the_process_exits_0() -> N
         assert process.wait(timeout=10) == 0
 
 
-def test_sigterm_with_nothing_in_flight_exits_0_right_after_the_delay() -> None:
-    with hooks_process(SHARDDB_SHUTDOWN_DELAY_SECONDS="0.5") as (process, _):
+def test_sigterm_with_nothing_in_flight_exits_0_right_after_the_delay(tmp_path: Path) -> None:
+    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="0.5") as hooks:
+        process = hooks.process
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
         assert 0.4 < time.monotonic() - started < 3.0
 
 
-def test_a_call_that_never_finishes_is_cut_off_at_the_graceful_timeout() -> None:
-    with hooks_process(
-        SHARDDB_SHUTDOWN_DELAY_SECONDS="0", SHARDDB_GRACEFUL_TIMEOUT_SECONDS="1", SHARDDB_BODY_TIMEOUT_SECONDS="60"
-    ) as (process, port):
+def test_a_call_that_never_finishes_is_cut_off_at_the_graceful_timeout(tmp_path: Path) -> None:
+    limits = {"SHARDDB_GRACEFUL_TIMEOUT_SECONDS": "1", "SHARDDB_BODY_TIMEOUT_SECONDS": "60"}
+    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="0", **limits) as hooks:
+        process, port = hooks.process, hooks.port
         sock = socket.create_connection(("127.0.0.1", port))
         with sock:
             sock.sendall(sync_request()[:300])  # and never the rest
@@ -118,7 +89,8 @@ def test_a_call_that_never_finishes_is_cut_off_at_the_graceful_timeout() -> None
             assert time.monotonic() - started < 4.0
 
 
-def test_ctrl_c_skips_the_delay() -> None:
-    with hooks_process(SHARDDB_SHUTDOWN_DELAY_SECONDS="30") as (process, _):
+def test_ctrl_c_skips_the_delay(tmp_path: Path) -> None:
+    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="30") as hooks:
+        process = hooks.process
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0
