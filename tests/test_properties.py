@@ -25,7 +25,7 @@ LATER = "2031-07-07T07:07:07Z"
 
 
 def worlds(count: int) -> settings:
-    """``count`` generated worlds per test; about 15 ms each, most of it generation."""
+    """``count`` generated worlds per test; a few milliseconds each, most of it generation."""
     return settings(max_examples=count, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -51,7 +51,7 @@ def seed_counts(body: Obj, name: str) -> set[int]:
 pytestmark = pytest.mark.slow
 
 
-@worlds(1000)
+@worlds(2500)
 @given(observed_worlds())
 def test_every_generated_world_obeys_the_design_rules(world: Observed) -> None:
     truth = world.truth
@@ -100,7 +100,7 @@ def test_every_generated_world_obeys_the_design_rules(world: Observed) -> None:
             assert cache["spec"]["replicas"] == truth.cache_replicas
 
 
-@worlds(400)
+@worlds(800)
 @given(observed_worlds())
 def test_the_same_request_gets_the_same_bytes(world: Observed) -> None:
     encoded = json.dumps(world.request).encode()
@@ -109,7 +109,7 @@ def test_the_same_request_gets_the_same_bytes(world: Observed) -> None:
     assert json.dumps(first, sort_keys=False) == json.dumps(second, sort_keys=False)
 
 
-@worlds(500)
+@worlds(1200)
 @given(observed_worlds())
 def test_the_status_is_a_fixed_point_and_the_clock_is_not_read_again(world: Observed) -> None:
     body = run(world.request, world.finalize)
@@ -118,7 +118,7 @@ def test_the_status_is_a_fixed_point_and_the_clock_is_not_read_again(world: Obse
     assert run(again, world.finalize, now=LATER)["status"] == body["status"]
 
 
-@worlds(400)
+@worlds(800)
 @given(observed_worlds())
 def test_every_child_passes_the_kubernetes_schema_of_its_kind(world: Observed) -> None:
     body = run(world.request, world.finalize)
@@ -129,7 +129,7 @@ def test_every_child_passes_the_kubernetes_schema_of_its_kind(world: Observed) -
         assert not {"uid", "resourceVersion", "managedFields", "ownerReferences"} & set(child["metadata"])
 
 
-@worlds(500)
+@worlds(1200)
 @given(observed_worlds())
 def test_finalize_completes_exactly_when_cache_and_shards_are_gone(world: Observed) -> None:
     """Safety (never early) and liveness (never stuck once nothing is left) of teardown."""
