@@ -23,7 +23,8 @@ def table(results: Results) -> str:
     lines = [
         f"Benchmark of `POST /sync` ({time.strftime('%Y-%m-%d')}): {results.machine}; "
         f"one uvicorn worker per app pinned to one core, wrk (1 thread, {c.connections} connections) on the other; "
-        f"{c.rounds} alternating rounds x {c.seconds:g} s per case, medians. "
+        f"{c.rounds} alternating rounds x {c.seconds:g} s per case, medians "
+        "(ratios: median of each round's ratio to the floor measured just before). "
         "Requests: an Available ShardDB with its StatefulSet, Service, Job, Deployment, "
         "EndpointSlice and Pods as the API server sends them. "
         "*Floor*: same framework and server, reads the body, `json.loads`, returns a canned answer of the hook's size. "
@@ -37,7 +38,7 @@ def table(results: Results) -> str:
         floor, hook, cached = (results.row(n, kind) for kind in (FLOOR, HOOK, HOOK_304))
         lines.append(
             f"| {n} | {_kb(hook.request_bytes)} | {_kb(hook.answer_bytes)} | {floor.rps:,.0f} | {hook.rps:,.0f} "
-            f"| **{hook.rps / floor.rps:.2f}** | {cached.rps:,.0f} | {cached.rps / floor.rps:.2f} "
+            f"| **{hook.vs_floor:.2f}** | {cached.rps:,.0f} | {cached.vs_floor:.2f} "
             f"| {_lat(floor.p50_ms, floor.p99_ms)} | {_lat(hook.p50_ms, hook.p99_ms)} "
             f"| {_lat(cached.p50_ms, cached.p99_ms)} |"
         )

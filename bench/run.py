@@ -54,6 +54,7 @@ class Row:
     p99_ms: float
     errors: int
     outcomes: dict[str, int]  # the hook's own count of calls by outcome during this case
+    vs_floor: float  # median over rounds of req/s against the floor's in the same round
 
 
 @dataclass
@@ -245,6 +246,9 @@ def run(config: Config, folder: Path | None = None, progress: bool = False) -> R
                     p99_ms=statistics.median(s.p99_ms for s, _ in runs),
                     errors=sum(s.status_errors + s.socket_errors for s, _ in runs),
                     outcomes=outcomes if kind != FLOOR else {},
+                    vs_floor=statistics.median(
+                        s.rps / f.rps for (s, _), (f, _) in zip(runs, samples[n, FLOOR], strict=True)
+                    ),
                 )
             )
     return results
