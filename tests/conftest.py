@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import settings as hypothesis_settings
 
 from hooks.app import create_app
 
@@ -33,10 +35,17 @@ def http(server_url: str) -> Iterator[httpx.Client]:
         yield client
 
 
+@pytest.fixture(params=["uvicorn", "asgi"])
+def client(request: pytest.FixtureRequest, server_url: str) -> Iterator[httpx.Client]:
+    """The same test twice: over real HTTP to uvicorn, and in-process against the ASGI app."""
+    if request.param == "uvicorn":
+        with httpx.Client(base_url=server_url, timeout=10.0) as live:
+            yield live
+    else:
+        with TestClient(create_app()) as local:
+            yield local
+
+
 # Generated tests: CI (CI=true) runs a fixed, reproducible set of examples; elsewhere each run explores anew.
-from os import environ as _environ  # noqa: E402
-
-from hypothesis import settings as _hypothesis  # noqa: E402
-
-_hypothesis.register_profile("ci", derandomize=True, database=None, print_blob=True)
-_hypothesis.load_profile("ci" if _environ.get("CI") else "default")
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "default")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -16,16 +16,6 @@ from hooks.settings import Settings
 from .world import Obj, World, bring_up, sharddb
 
 pytestmark = pytest.mark.http
-
-
-@pytest.fixture(params=["uvicorn", "asgi"])
-def client(request: pytest.FixtureRequest, server_url: str) -> Iterator[httpx.Client]:
-    if request.param == "uvicorn":
-        with httpx.Client(base_url=server_url, timeout=10.0) as live:
-            yield live
-    else:
-        with TestClient(create_app()) as local:
-            yield local
 
 
 def valid() -> Obj:

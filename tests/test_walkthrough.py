@@ -6,29 +6,15 @@ against the ASGI app, so both paths keep the same contract.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
-
-from hooks.app import create_app
 
 from .hook import over_http
 from .world import Obj, World, sharddb, step
 
 pytestmark = pytest.mark.http
-
-
-@pytest.fixture(params=["uvicorn", "asgi"])
-def client(request: pytest.FixtureRequest, server_url: str) -> Iterator[httpx.Client]:
-    if request.param == "uvicorn":
-        with httpx.Client(base_url=server_url, timeout=10.0) as live:
-            yield live
-    else:
-        with TestClient(create_app()) as local:
-            yield local
 
 
 def kinds(answer: Obj) -> list[str]:
