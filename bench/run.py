@@ -14,13 +14,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from tests.server import launch
 
 from . import load
 from .worlds import sync_request
@@ -88,55 +89,11 @@ def _pinned(command: list[str], cpu: int) -> list[str]:
     return command
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
-def serve(name: str, module: str, env: dict[str, str], timeout: float = 30.0) -> Iterator[Server]:
+def serve(name: str, module: str, env: dict[str, str], logs: Path) -> Iterator[Server]:
     """Run ``python -m module`` pinned to the server core until the block ends."""
-    port = _free_port()
-    environment = {
-        **os.environ,
-        **env,
-        "SHARDDB_HOST": "127.0.0.1",
-        "SHARDDB_PORT": str(port),
-        "SHARDDB_SHUTDOWN_DELAY_SECONDS": "0",  # no load balancer to wait for
-    }
-    process = subprocess.Popen(
-        _pinned([sys.executable, "-m", module], SERVER_CPU),
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.DEVNULL,  # the hook's one log line per call is still formatted and written
-        stderr=subprocess.PIPE,
-    )
-    server = Server(name, f"http://127.0.0.1:{port}", process)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                error = process.stderr.read().decode() if process.stderr else ""
-                raise RuntimeError(f"{name} server exited: {error}")
-            try:
-                if httpx.get(f"{server.base}/readyz", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{name} server did not become ready")
-            time.sleep(0.05)
-        yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with launch(logs, env, module=module, prefix=_pinned([], SERVER_CPU), timeout=30.0) as running:
+        yield Server(name, running.base, running.process)
 
 
 _CALLS = re.compile(r'^sharddb_hook_calls_total\{hook="sync",outcome="([a-z_]+)"\} ([0-9.e+]+)$', re.MULTILINE)
@@ -177,7 +134,7 @@ def run(config: Config, folder: Path | None = None, progress: bool = False) -> R
         for n, path in bodies.items():
             path.write_bytes(sync_request(n))
 
-        hook = stack.enter_context(serve(HOOK, "hooks", {}))
+        hook = stack.enter_context(serve(HOOK, "hooks", {}, work))
         etags: dict[int, str] = {}
         for n, path in bodies.items():
             reply = httpx.post(
@@ -189,7 +146,7 @@ def run(config: Config, folder: Path | None = None, progress: bool = False) -> R
             reply.raise_for_status()
             (answers / f"{n}.json").write_bytes(reply.content)
             etags[n] = reply.headers["etag"]
-        floor = stack.enter_context(serve(FLOOR, "bench.floor", {"SHARDDB_FLOOR_ANSWERS": str(answers)}))
+        floor = stack.enter_context(serve(FLOOR, "bench.floor", {"SHARDDB_FLOOR_ANSWERS": str(answers)}, work))
 
         scripts: dict[tuple[int, str], tuple[str, Path]] = {}
         for n, body in bodies.items():

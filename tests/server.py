@@ -1,4 +1,8 @@
-"""Start the hook service as a real uvicorn process on a free loopback port."""
+"""``python -m hooks`` (or another server module) as a real process on a free loopback port.
+
+Logs go to files, never to a pipe nobody reads, so a test may provoke thousands of
+warnings without the server blocking on a full pipe; a test can read them afterwards.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,11 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -22,43 +28,76 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class HookProcess:
+    process: subprocess.Popen[bytes]
+    port: int
+    scheme: str
+    stdout: Path
+    stderr: Path
+
+    @property
+    def base(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    def logs(self) -> str:
+        return self.stdout.read_text(errors="replace") + self.stderr.read_text(errors="replace")
+
+
 @contextmanager
-def serve(env: dict[str, str] | None = None, scheme: str = "http", timeout: float = 20.0) -> Iterator[str]:
-    """Run ``python -m hooks`` until the block ends; yields its base URL."""
+def launch(
+    logs: Path,
+    env: dict[str, str] | None = None,
+    *,
+    module: str = "hooks",
+    scheme: str = "http",
+    prefix: Sequence[str] = (),
+    timeout: float = 20.0,
+) -> Iterator[HookProcess]:
+    """Started and ready (``/readyz`` 200); SIGTERM at the end, SIGKILL if it lingers."""
     port = free_port()
     environment = {
         **os.environ,
+        "SHARDDB_SHUTDOWN_DELAY_SECONDS": "0",  # no load balancer to wait for; the delay is tested on its own
+        **(env or {}),
         "SHARDDB_HOST": "127.0.0.1",
         "SHARDDB_PORT": str(port),
-        "SHARDDB_SHUTDOWN_DELAY_SECONDS": "0",  # tests stop servers at once; the delay is tested on its own
-        **(env or {}),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hooks"],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"{scheme}://127.0.0.1:{port}"
+    stdout, stderr = logs / f"{module}-{port}.out", logs / f"{module}-{port}.err"
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        process = subprocess.Popen(
+            [*prefix, sys.executable, "-m", module], cwd=ROOT, env=environment, stdout=out, stderr=err
+        )
+    running = HookProcess(process, port, scheme, stdout, stderr)
     try:
         deadline = time.monotonic() + timeout
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"hook server exited: {process.stderr.read().decode() if process.stderr else ''}")
+                raise RuntimeError(f"{module} server exited: {running.logs()}")
             try:
-                if httpx.get(f"{base}/readyz", timeout=1.0, verify=False).status_code == 200:
+                if httpx.get(f"{running.base}/readyz", timeout=1.0, verify=False).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("hook server did not become ready")
+                raise RuntimeError(f"{module} server did not become ready: {running.logs()}")
             time.sleep(0.05)
-        yield base
+        yield running
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        process.wait()
+
+
+@contextmanager
+def serve(env: dict[str, str] | None = None, scheme: str = "http", timeout: float = 20.0) -> Iterator[str]:
+    """The hook service for the length of the block; yields its base URL."""
+    with (
+        tempfile.TemporaryDirectory(prefix="sharddb-hooks-") as logs,
+        launch(Path(logs), env, scheme=scheme, timeout=timeout) as running,
+    ):
+        yield running.base

@@ -24,7 +24,7 @@ from hooks import handler
 from hooks.errors import HookError
 
 from .hook import direct
-from .process import HookProcess, hooks_process
+from .server import HookProcess, launch
 from .world import World, bring_up, sharddb, step
 
 pytestmark = [pytest.mark.slow, pytest.mark.http]
@@ -61,7 +61,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HookProcess]:
         "SHARDDB_SHUTDOWN_DELAY_SECONDS": "0",
         "SHARDDB_LOG_LEVEL": "WARNING",
     }
-    with hooks_process(tmp_path_factory.mktemp("fuzz"), **env) as running:
+    with launch(tmp_path_factory.mktemp("fuzz"), env) as running:
         yield running
         # Healthy afterwards, answering real work, and nothing crashed along the way.
         assert httpx.get(f"{running.base}/healthz", timeout=5).status_code == 200

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .process import hooks_process
+from .server import launch
 from .world import World
 
 pytestmark = pytest.mark.http
@@ -34,7 +34,7 @@ def read_response(sock: socket.socket) -> bytes:
 
 
 def test_sigterm_turns_readiness_false_while_calls_are_still_answered(tmp_path: Path) -> None:
-    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="1.5") as hooks:
+    with launch(tmp_path, {"SHARDDB_SHUTDOWN_DELAY_SECONDS": "1.5"}) as hooks:
         process, port = hooks.process, hooks.port
         process.send_signal(signal.SIGTERM)
         time.sleep(0.3)
@@ -46,7 +46,7 @@ def test_sigterm_turns_readiness_false_while_calls_are_still_answered(tmp_path: 
 
 
 def test_an_in_flight_call_finishes_after_sigterm_and_the_process_exits_0(tmp_path: Path) -> None:
-    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="0.5") as hooks:
+    with launch(tmp_path, {"SHARDDB_SHUTDOWN_DELAY_SECONDS": "0.5"}) as hooks:
         process, port = hooks.process, hooks.port
         request = sync_request()
         sock = socket.create_connection(("127.0.0.1", port))
@@ -67,7 +67,7 @@ def test_an_in_flight_call_finishes_after_sigterm_and_the_process_exits_0(tmp_pa
 
 
 def test_sigterm_with_nothing_in_flight_exits_0_right_after_the_delay(tmp_path: Path) -> None:
-    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="0.5") as hooks:
+    with launch(tmp_path, {"SHARDDB_SHUTDOWN_DELAY_SECONDS": "0.5"}) as hooks:
         process = hooks.process
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
@@ -77,7 +77,7 @@ def test_sigterm_with_nothing_in_flight_exits_0_right_after_the_delay(tmp_path: 
 
 def test_a_call_that_never_finishes_is_cut_off_at_the_graceful_timeout(tmp_path: Path) -> None:
     limits = {"SHARDDB_GRACEFUL_TIMEOUT_SECONDS": "1", "SHARDDB_BODY_TIMEOUT_SECONDS": "60"}
-    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="0", **limits) as hooks:
+    with launch(tmp_path, {"SHARDDB_SHUTDOWN_DELAY_SECONDS": "0", **limits}) as hooks:
         process, port = hooks.process, hooks.port
         sock = socket.create_connection(("127.0.0.1", port))
         with sock:
@@ -90,7 +90,7 @@ def test_a_call_that_never_finishes_is_cut_off_at_the_graceful_timeout(tmp_path:
 
 
 def test_ctrl_c_skips_the_delay(tmp_path: Path) -> None:
-    with hooks_process(tmp_path, SHARDDB_SHUTDOWN_DELAY_SECONDS="30") as hooks:
+    with launch(tmp_path, {"SHARDDB_SHUTDOWN_DELAY_SECONDS": "30"}) as hooks:
         process = hooks.process
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0
