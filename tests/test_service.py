@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from hooks.app import code_fingerprint
 from hooks.logs import LOGGER_NAME, JSONFormatter
 
 from .world import World, sharddb
@@ -48,6 +50,13 @@ def test_etag_differs_between_hooks_and_requests(http: httpx.Client) -> None:
         http.post("/sync", content=body.replace(b'"shards": 3', b'"shards": 4')).headers["etag"],
     }
     assert len(tags) == 3
+
+
+def test_etag_changes_when_the_hook_code_changes(tmp_path: Path) -> None:
+    (tmp_path / "lifecycle.py").write_text("rule = 1\n")
+    before = code_fingerprint(tmp_path)
+    (tmp_path / "lifecycle.py").write_text("rule = 2\n")
+    assert code_fingerprint(tmp_path) != before
 
 
 def test_stale_if_none_match_gets_a_full_answer(http: httpx.Client) -> None:
