@@ -1,184 +1,216 @@
 """Metacontroller's hook requests, modelled only as deep as the hooks read them.
 
-Observed objects arrive whole from the API server; declaring just the fields the
-lifecycle reads keeps parsing cheap and lets unrelated fields change freely.
-Child groups are keyed ``Kind.apiVersion``; the inner key is ``name`` (hook v1)
-or ``namespace/name`` (hook v2) and is never interpreted. ``wire`` decodes the
-same contract faster; these models are the reference and explain bad requests.
+A sync request is mostly pods and managed fields the lifecycle never reads;
+these msgspec structs skip unknown fields while parsing instead of building
+them, which makes decoding several times cheaper than a full parse (see the
+benchmark). Child groups are keyed ``Kind.apiVersion``; the inner key is
+``name`` (hook v1) or ``namespace/name`` (hook v2) and is never interpreted.
+The user's spec stays a plain mapping here: ``spec`` validates it with pydantic
+so its errors read like the CRD's.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
+from msgspec import Meta, Struct, field
+
+from .errors import HookError
+
+T = TypeVar("T")
 
 
-class _Lean(BaseModel):
-    # Only the API server's (camelCase) names are read, as ``wire`` reads them.
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class _Lean(Struct, frozen=True, rename="camel"):
+    pass
 
 
-class ObjectMeta(_Lean):
-    name: str = Field(min_length=1)
+class ObjectMeta(_Lean, frozen=True):
+    name: Annotated[str, Meta(min_length=1)]
     namespace: str = ""
     generation: int = 0
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
-    deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    deletion_timestamp: str | None = None
 
 
-class Condition(_Lean):
+class Condition(_Lean, frozen=True):
     type: str
     status: str
     reason: str = ""
     message: str = ""
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: str | None = None
 
 
-# --- StatefulSet -----------------------------------------------------------
+class ResourceRequirements(_Lean, frozen=True):
+    requests: dict[str, str] = {}
 
 
-class ResourceRequirements(_Lean):
-    requests: dict[str, str] = Field(default_factory=dict)
-
-
-class PVCSpec(_Lean):
-    storage_class_name: str | None = Field(default=None, alias="storageClassName")
+class PVCSpec(_Lean, frozen=True):
+    storage_class_name: str | None = None
     resources: ResourceRequirements = ResourceRequirements()
 
 
-class PVCTemplate(_Lean):
+class PVCTemplate(_Lean, frozen=True):
     spec: PVCSpec = PVCSpec()
 
 
-class StatefulSetSpec(_Lean):
+class StatefulSetSpec(_Lean, frozen=True):
     replicas: int | None = None
-    volume_claim_templates: list[PVCTemplate] = Field(default_factory=list, alias="volumeClaimTemplates")
+    volume_claim_templates: list[PVCTemplate] = []
 
 
-class StatefulSetStatus(_Lean):
+class StatefulSetStatus(_Lean, frozen=True):
     replicas: int = 0
-    ready_replicas: int = Field(default=0, alias="readyReplicas")
+    ready_replicas: int = 0
 
 
-class StatefulSet(_Lean):
-    kind: Literal["StatefulSet"] | None = None
+class StatefulSet(_Lean, frozen=True):
     metadata: ObjectMeta
+    kind: Literal["StatefulSet"] | None = None
     spec: StatefulSetSpec = StatefulSetSpec()
     status: StatefulSetStatus = StatefulSetStatus()
 
 
-# --- Deployment ------------------------------------------------------------
-
-
-class DeploymentSpec(_Lean):
+class DeploymentSpec(_Lean, frozen=True):
     replicas: int | None = None
 
 
-class DeploymentStatus(_Lean):
+class DeploymentStatus(_Lean, frozen=True):
     replicas: int = 0
-    ready_replicas: int = Field(default=0, alias="readyReplicas")
-    conditions: list[Condition] = Field(default_factory=list)
+    ready_replicas: int = 0
+    conditions: list[Condition] = []
 
 
-class Deployment(_Lean):
-    kind: Literal["Deployment"] | None = None
+class Deployment(_Lean, frozen=True):
     metadata: ObjectMeta
+    kind: Literal["Deployment"] | None = None
     spec: DeploymentSpec = DeploymentSpec()
     status: DeploymentStatus = DeploymentStatus()
 
 
-# --- Job, Service, EndpointSlice, Pod ----------------------------------------
-
-
-class JobStatus(_Lean):
+class JobStatus(_Lean, frozen=True):
     active: int = 0
     succeeded: int = 0
     failed: int = 0
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = []
 
 
-class Job(_Lean):
-    kind: Literal["Job"] | None = None
+class Job(_Lean, frozen=True):
     metadata: ObjectMeta
+    kind: Literal["Job"] | None = None
     status: JobStatus = JobStatus()
 
 
-class Service(_Lean):
-    kind: Literal["Service"] | None = None
+class Service(_Lean, frozen=True):
     metadata: ObjectMeta
+    kind: Literal["Service"] | None = None
 
 
-class EndpointConditions(_Lean):
+class EndpointConditions(_Lean, frozen=True):
     ready: bool | None = None
 
 
-class ObjectReference(_Lean):
+class ObjectReference(_Lean, frozen=True):
     kind: str = ""
     name: str = ""
 
 
-class Endpoint(_Lean):
+class Endpoint(_Lean, frozen=True):
     conditions: EndpointConditions = EndpointConditions()
     hostname: str | None = None
-    target_ref: ObjectReference | None = Field(default=None, alias="targetRef")
+    target_ref: ObjectReference | None = None
 
 
-class EndpointSlice(_Lean):
-    kind: Literal["EndpointSlice"] | None = None
+class EndpointSlice(_Lean, frozen=True):
     metadata: ObjectMeta
+    kind: Literal["EndpointSlice"] | None = None
     endpoints: list[Endpoint] | None = None
 
 
-class PodStatus(_Lean):
+class PodStatus(_Lean, frozen=True):
     phase: str = ""
 
 
-class Pod(_Lean):
-    kind: Literal["Pod"] | None = None
+class Pod(_Lean, frozen=True):
     metadata: ObjectMeta
+    kind: Literal["Pod"] | None = None
     status: PodStatus = PodStatus()
 
 
-# --- groups and requests ---------------------------------------------------
+class Children(_Lean, frozen=True):
+    statefulsets: dict[str, StatefulSet] | None = field(default=None, name="StatefulSet.apps/v1")
+    services: dict[str, Service] | None = field(default=None, name="Service.v1")
+    deployments: dict[str, Deployment] | None = field(default=None, name="Deployment.apps/v1")
+    jobs: dict[str, Job] | None = field(default=None, name="Job.batch/v1")
 
 
-class Children(_Lean):
-    """Observed children by ``Kind.apiVersion``; a missing or null group is empty."""
-
-    statefulsets: dict[str, StatefulSet] | None = Field(default=None, alias="StatefulSet.apps/v1")
-    services: dict[str, Service] | None = Field(default=None, alias="Service.v1")
-    deployments: dict[str, Deployment] | None = Field(default=None, alias="Deployment.apps/v1")
-    jobs: dict[str, Job] | None = Field(default=None, alias="Job.batch/v1")
+class Related(_Lean, frozen=True):
+    endpointslices: dict[str, EndpointSlice] | None = field(default=None, name="EndpointSlice.discovery.k8s.io/v1")
+    pods: dict[str, Pod] | None = field(default=None, name="Pod.v1")
 
 
-class Related(_Lean):
-    endpointslices: dict[str, EndpointSlice] | None = Field(default=None, alias="EndpointSlice.discovery.k8s.io/v1")
-    pods: dict[str, Pod] | None = Field(default=None, alias="Pod.v1")
-
-
-class PriorStatus(_Lean):
-    """The parent's current status: memory the hook wrote earlier (possibly stale)."""
-
-    seeded_shards: int = Field(default=0, alias="seededShards")
-    conditions: list[Condition] = Field(default_factory=list)
-
-
-class Parent(_Lean):
-    api_version: str = Field(alias="apiVersion")
+class Parent(_Lean, frozen=True):
+    api_version: str
     kind: Literal["ShardDB"]
     metadata: ObjectMeta
     spec: dict[str, Any]
     status: dict[str, Any] | None = None
 
 
-class SyncRequest(_Lean):
+class SyncRequest(_Lean, frozen=True):
     parent: Parent
     children: Children | None = None
     related: Related | None = None
     finalizing: bool = False
 
 
-class CustomizeRequest(_Lean):
+class CustomizeRequest(_Lean, frozen=True):
     parent: Parent
+
+
+_SYNC = msgspec.json.Decoder(SyncRequest)
+_CUSTOMIZE = msgspec.json.Decoder(CustomizeRequest)
+
+
+def decode_sync(body: bytes) -> SyncRequest:
+    """The request, or a ``HookError`` naming what is wrong with it."""
+    return _decode(_SYNC, body)
+
+
+def decode_customize(body: bytes) -> CustomizeRequest:
+    return _decode(_CUSTOMIZE, body)
+
+
+def condition(raw: object) -> Condition | None:
+    """One condition of the parent's own status, or None if it is unreadable."""
+    try:
+        return msgspec.convert(raw, Condition)
+    except msgspec.ValidationError:
+        return None
+
+
+def _decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
+    try:
+        return decoder.decode(body)
+    except msgspec.ValidationError as error:
+        raise HookError(422, _name_the_field(str(error))) from None
+    except msgspec.DecodeError as error:
+        raise HookError(400, f"request body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise HookError(400, "request body is not valid JSON: nested too deeply") from None
+
+
+_AT = re.compile(r"^(?P<problem>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
+
+
+def _name_the_field(message: str) -> str:
+    """msgspec says ``problem - at `$.a.b``; answer ``a.b: problem`` like the other 4xx messages."""
+    match = _AT.match(message)
+    problem, path = (match["problem"], (match["path"] or "").lstrip(".")) if match else (message, "")
+    missing = _MISSING.match(problem)
+    if missing:
+        path, problem = f"{path}.{missing['field']}".lstrip("."), "Field required"
+    return f"{path or 'body'}: {problem}"

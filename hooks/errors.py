@@ -15,11 +15,8 @@ class HookError(Exception):
 
 
 def from_validation(error: ValidationError, prefix: str = "") -> HookError:
-    """400 for bytes that are not JSON, 422 naming every bad field otherwise."""
+    """422 naming every bad field (up to ten), each under ``prefix``."""
     problems = error.errors(include_url=False, include_input=False)
-    if any(problem["type"] == "json_invalid" for problem in problems):
-        detail = problems[0]["msg"]
-        return HookError(400, f"request body is not valid JSON: {detail}")
     parts = []
     for problem in problems[:10]:
         path = ".".join(str(part) for part in (prefix, *problem["loc"]) if part != "")

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import names, render, wire
+from . import names, render
 from .conditions import stamp
-from .contract import CustomizeRequest, Parent, SyncRequest
+from .contract import Parent, decode_customize, decode_sync
 from .errors import HookError, from_validation
 from .lifecycle import Decision, changes, decide
 from .snapshot import Snapshot, observe
@@ -39,13 +39,13 @@ class Outcome:
     changes: list[str]
 
 
-def _check_parent(parent: Parent | wire.Parent) -> None:
+def _check_parent(parent: Parent) -> None:
     group = parent.api_version.partition("/")[0]
     if group != names.GROUP:
         raise HookError(422, f"parent.apiVersion: expected group {names.GROUP}, got {parent.api_version!r}")
 
 
-def _spec(parent: Parent | wire.Parent) -> ShardDBSpec:
+def _spec(parent: Parent) -> ShardDBSpec:
     try:
         return ShardDBSpec.model_validate(parent.spec)
     except ValidationError as error:
@@ -54,7 +54,7 @@ def _spec(parent: Parent | wire.Parent) -> ShardDBSpec:
 
 def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Outcome:
     """Answer a sync (or, with ``finalize``, a finalize) request."""
-    request = _sync_request(body)
+    request = decode_sync(body)
     _check_parent(request.parent)
     spec = _spec(request.parent)
     snap = observe(request, spec)
@@ -67,17 +67,6 @@ def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Ou
         phase=decision.phase.value,
         changes=changes(snap, decision),
     )
-
-
-def _sync_request(body: bytes) -> SyncRequest | wire.SyncRequest:
-    """The fast decoder for what Metacontroller sends; ``contract`` for anything else and for errors."""
-    fast = wire.sync_request(body)
-    if fast is not None:
-        return fast
-    try:
-        return SyncRequest.model_validate_json(body)
-    except ValidationError as error:
-        raise from_validation(error) from None
 
 
 def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finalize: bool) -> dict[str, Any]:
@@ -103,12 +92,7 @@ def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finali
 
 def customize(body: bytes) -> dict[str, Any]:
     """Ask Metacontroller to watch this ShardDB's EndpointSlices and Pods too."""
-    request: CustomizeRequest | wire.CustomizeRequest | None = wire.customize_request(body)
-    if request is None:
-        try:
-            request = CustomizeRequest.model_validate_json(body)
-        except ValidationError as error:
-            raise from_validation(error) from None
+    request = decode_customize(body)
     _check_parent(request.parent)
     name = request.parent.metadata.name
     return {

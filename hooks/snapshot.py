@@ -9,17 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
-
-from . import contract, names, wire
-from .contract import Condition, PriorStatus
+from . import contract, names
+from .contract import Condition, Deployment, EndpointSlice, Job, SyncRequest
 from .spec import MAX_SHARDS, ShardDBSpec
-
-# Either decoding of the same request (``wire`` fast, ``contract`` thorough) observes alike.
-SyncRequest = contract.SyncRequest | wire.SyncRequest
-Deployment = contract.Deployment | wire.Deployment
-Job = contract.Job | wire.Job
-EndpointSlice = contract.EndpointSlice | wire.EndpointSlice
 
 
 @dataclass(frozen=True)
@@ -74,7 +66,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
     name = parent.metadata.name
     children = request.children
     related = request.related
-    prior = _prior_status(parent.status)
+    prior_seeded, prior_conditions = _prior_status(parent.status)
     db = names.db_name(name)
 
     statefulset = None
@@ -119,8 +111,8 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
         generation=parent.metadata.generation,
         spec=spec,
         finalizing=request.finalizing,
-        prior_seeded=prior.seeded_shards,
-        prior_conditions=tuple(prior.conditions),
+        prior_seeded=prior_seeded,
+        prior_conditions=prior_conditions,
         statefulset=statefulset,
         service=service,
         cache=cache,
@@ -131,20 +123,15 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
     )
 
 
-def _prior_status(raw: dict[str, object] | None) -> PriorStatus:
-    """Status is our own memory: an unreadable part is dropped, not an error."""
+def _prior_status(raw: dict[str, object] | None) -> tuple[int, tuple[Condition, ...]]:
+    """Seeded count and conditions from our own memory: an unreadable part is dropped, not an error."""
     if not raw:
-        return PriorStatus()
+        return 0, ()
     seeded = raw.get("seededShards")
-    listed = raw.get("conditions")
-    conditions = []
-    for item in listed if isinstance(listed, list) else []:
-        try:
-            conditions.append(Condition.model_validate(item))
-        except ValidationError:
-            continue
     valid = isinstance(seeded, int) and not isinstance(seeded, bool) and 0 < seeded <= MAX_SHARDS
-    return PriorStatus.model_validate({"seededShards": seeded if valid else 0, "conditions": conditions})
+    listed = raw.get("conditions")
+    conditions = (contract.condition(item) for item in (listed if isinstance(listed, list) else ()))
+    return (seeded if valid and isinstance(seeded, int) else 0), tuple(c for c in conditions if c is not None)
 
 
 def _int(text: str | None) -> int:

@@ -47,7 +47,16 @@ def first_sts(r: Obj) -> Obj:
 CASES: dict[str, tuple[bytes, int, str]] = {
     "not JSON": (b"{parent: nope", 400, "not valid JSON"),
     "empty body": (b"", 400, "not valid JSON"),
-    "invalid UTF-8": (b'{"parent": "\xff\xfe"}', 400, "not valid JSON"),
+    "invalid UTF-8": (
+        mutate(lambda r: r["parent"].__setitem__("apiVersion", "@")).replace(b'"@"', b'"\xff\xfe"'),
+        400,
+        "not valid JSON",
+    ),
+    "nested too deeply": (
+        mutate(spec_field("extra", "@")).replace(b'"@"', b"[" * 100_000 + b"]" * 100_000),
+        400,
+        "nested too deeply",
+    ),
     "JSON array": (b"[]", 422, "body"),
     "missing parent": (json.dumps({"children": {}}).encode(), 422, "parent: Field required"),
     "parent not an object": (json.dumps({"parent": 7}).encode(), 422, "parent"),
@@ -87,10 +96,10 @@ CASES: dict[str, tuple[bytes, int, str]] = {
         "metadata.name",
     ),
     "finalizing not a boolean": (mutate(lambda r: r.__setitem__("finalizing", "maybe")), 422, "finalizing"),
-    "NaN where a number belongs": (
+    "NaN, which JSON does not have": (
         mutate(spec_field("shards", 3)).replace(b'"shards": 3', b'"shards": NaN'),
-        422,
-        "parent.spec.shards",
+        400,
+        "not valid JSON",
     ),
 }
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hooks.contract import SyncRequest
+from hooks.contract import decode_sync
 from hooks.snapshot import Snapshot, observe
 from hooks.spec import ShardDBSpec
 
@@ -16,7 +16,7 @@ from .world import Obj, World, bring_up, sharddb
 
 
 def snap(request: Obj) -> Snapshot:
-    parsed = SyncRequest.model_validate_json(json.dumps(request))
+    parsed = decode_sync(json.dumps(request).encode())
     return observe(parsed, ShardDBSpec.model_validate(parsed.parent.spec))
 
 
