@@ -10,7 +10,10 @@ and exits 0.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import signal
+import ssl
 import time
 from types import FrameType
 from typing import Any
@@ -19,7 +22,10 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .app import Health
+from .logs import LOGGER_NAME
 from .settings import Settings
+
+logger = logging.getLogger(LOGGER_NAME)
 
 _STATUS = {408: b"408 Request Timeout", 431: b"431 Request Header Fields Too Large"}
 
@@ -91,13 +97,20 @@ def guarded_protocol(head_timeout: float, max_head_bytes: int) -> type[asyncio.P
 
 
 class HookServer(uvicorn.Server):
-    """SIGTERM: readiness false at once, keep serving ``delay`` seconds, then drain and exit 0."""
+    """SIGTERM: readiness false at once, keep serving ``delay`` seconds, then drain and exit 0.
+
+    With TLS, a renewed certificate (cert-manager rewrites the mounted Secret) is picked up
+    for new connections within ``TLS_CHECK_TICKS`` ticks, without a restart.
+    """
+
+    TLS_CHECK_TICKS = 20  # uvicorn ticks every 0.1 s: look at the files every 2 s
 
     def __init__(self, config: uvicorn.Config, health: Health, delay: float) -> None:
         super().__init__(config)
         self.health = health
         self.delay = delay
         self._stop_at: float | None = None
+        self._tls_stamp = self._tls_files_stamp()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.health.draining = True
@@ -109,7 +122,29 @@ class HookServer(uvicorn.Server):
         # that signal; a drained, orderly stop is a success, so exit normally instead.
         self._captured_signals.clear()
 
+    def _tls_files_stamp(self) -> tuple[int, ...]:
+        files = (self.config.ssl_certfile, self.config.ssl_keyfile)
+        try:
+            return tuple(os.stat(str(path)).st_mtime_ns for path in files if path is not None)
+        except OSError:
+            return ()  # mid-rotation; look again next time
+
+    def reload_tls(self) -> None:
+        """Load a changed certificate and key; a pair that does not load keeps the old one serving."""
+        stamp = self._tls_files_stamp()
+        if not stamp or stamp == self._tls_stamp or self.config.ssl is None:
+            return
+        self._tls_stamp = stamp
+        try:
+            self.config.ssl.load_cert_chain(str(self.config.ssl_certfile), str(self.config.ssl_keyfile))
+        except (OSError, ssl.SSLError) as error:
+            logger.warning("serving certificate not reloaded: %s", error)
+        else:
+            logger.info("serving certificate reloaded")
+
     async def on_tick(self, counter: int) -> bool:
+        if counter % self.TLS_CHECK_TICKS == 0:
+            self.reload_tls()
         should_exit = await super().on_tick(counter)
         if should_exit and self._stop_at is not None and not self.force_exit:
             return time.monotonic() >= self._stop_at

@@ -10,6 +10,7 @@ import datetime
 import ipaddress
 import json
 import ssl
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +63,10 @@ def _pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    folder = tmp_path_factory.mktemp("pki")
-    ca_key, ca_cert = _ca("sharddb-hooks test CA")
+def issue(folder: Path, ca_name: str) -> Pki:
+    """A CA and a server certificate for 127.0.0.1 and the in-cluster name, written to ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ca_key, ca_cert = _ca(ca_name)
     _, stranger = _ca("some other CA")
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
@@ -98,6 +99,11 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return issue(tmp_path_factory.mktemp("pki"), "sharddb-hooks test CA")
+
+
+@pytest.fixture(scope="module")
 def https_url(pki: Pki) -> Iterator[str]:
     env = {"SHARDDB_TLS_CERT_FILE": str(pki.cert), "SHARDDB_TLS_KEY_FILE": str(pki.key)}
     with serve(env, scheme="https") as base:
@@ -126,3 +132,31 @@ def test_plain_http_to_the_https_port_gets_no_answer(https_url: str) -> None:
 def test_only_one_of_certificate_and_key_stops_the_service(pki: Pki) -> None:
     with pytest.raises(RuntimeError, match="must be set together"), serve({"SHARDDB_TLS_CERT_FILE": str(pki.cert)}):
         pass
+
+
+def _trusted_by(url: str, ca: Path) -> bool:
+    try:
+        httpx.get(f"{url}/healthz", verify=ssl.create_default_context(cafile=ca), timeout=5.0)
+    except httpx.ConnectError:
+        return False
+    return True
+
+
+def test_a_renewed_certificate_is_served_without_a_restart(tmp_path: Path) -> None:
+    old, new = issue(tmp_path / "old", "first CA"), issue(tmp_path / "new", "renewed CA")
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    for source, name in ((old.cert, "tls.crt"), (old.key, "tls.key")):
+        (mounted / name).write_bytes(source.read_bytes())
+    env = {"SHARDDB_TLS_CERT_FILE": str(mounted / "tls.crt"), "SHARDDB_TLS_KEY_FILE": str(mounted / "tls.key")}
+    with serve(env, scheme="https") as base:
+        assert _trusted_by(base, old.ca)
+        for source, name in ((new.key, "tls.key"), (new.cert, "tls.crt")):
+            staged = mounted / f".{name}"
+            staged.write_bytes(source.read_bytes())
+            staged.replace(mounted / name)  # atomic, as a Secret volume update is
+        deadline = time.monotonic() + 10
+        while not _trusted_by(base, new.ca):
+            assert time.monotonic() < deadline, "renewed certificate not served within 10 s"
+            time.sleep(0.2)
+        assert not _trusted_by(base, old.ca)
