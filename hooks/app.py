@@ -20,33 +20,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import __version__, handler, logs
+from . import __version__, handler, logs, openapi
 from .auth import BearerAuth, TokenFile
 from .errors import HookError
 from .metrics import CONTENT_TYPE, Metrics
 from .settings import Settings
 
 JSON = "application/json"
-
-_HOOK_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            JSON: {
-                "schema": {
-                    "type": "object",
-                    "required": ["parent"],
-                    "properties": {
-                        "parent": {"type": "object"},
-                        "children": {"type": "object"},
-                        "related": {"type": "object"},
-                        "finalizing": {"type": "boolean"},
-                    },
-                }
-            }
-        },
-    }
-}
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -227,15 +207,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         logger.info("hook", extra={"fields": fields})
         return response
 
-    @app.post("/sync", openapi_extra=_HOOK_BODY, summary="Desired children and status for a ShardDB")
+    @app.post(
+        "/sync", openapi_extra=openapi.request_body("SyncRequest"), summary="Desired children and status for a ShardDB"
+    )
     async def sync(request: Request) -> Response:
         return await run_hook(request, "sync", lambda body: handler.sync(body, finalize=False))
 
-    @app.post("/finalize", openapi_extra=_HOOK_BODY, summary="Ordered teardown of a ShardDB")
+    @app.post("/finalize", openapi_extra=openapi.request_body("SyncRequest"), summary="Ordered teardown of a ShardDB")
     async def finalize(request: Request) -> Response:
         return await run_hook(request, "finalize", lambda body: handler.sync(body, finalize=True))
 
-    @app.post("/customize", openapi_extra=_HOOK_BODY, summary="Related objects to watch for a ShardDB")
+    @app.post(
+        "/customize",
+        openapi_extra=openapi.request_body("CustomizeRequest"),
+        summary="Related objects to watch for a ShardDB",
+    )
     async def customize(request: Request) -> Response:
         def work(body: bytes) -> handler.Outcome:
             return handler.Outcome(handler.customize(body), parent="", phase="", changes=[])
@@ -254,6 +240,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/metrics", summary="Prometheus metrics")
     async def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    def schema() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = FastAPI.openapi(app)
+            document.setdefault("components", {}).setdefault("schemas", {}).update(openapi.components())
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = schema  # type: ignore[method-assign]
 
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout=settings.body_timeout_seconds)
     if tokens is not None:  # outermost: an unauthenticated body is never read

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import Meta, Struct, field
 
+from . import names
 from .errors import HookError
 
 T = TypeVar("T")
@@ -152,7 +153,7 @@ class Related(_Lean, frozen=True):
 
 
 class Parent(_Lean, frozen=True):
-    api_version: str
+    api_version: Annotated[str, Meta(pattern=f"^{re.escape(names.GROUP)}/")]
     kind: Literal["ShardDB"]
     metadata: ObjectMeta
     spec: dict[str, Any]

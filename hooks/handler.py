@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from . import names, render
 from .conditions import stamp
 from .contract import Parent, decode_customize, decode_sync
-from .errors import HookError, from_validation
+from .errors import from_validation
 from .lifecycle import Decision, changes, decide
 from .snapshot import Snapshot, observe
 from .spec import ShardDBSpec
@@ -39,12 +39,6 @@ class Outcome:
     changes: list[str]
 
 
-def _check_parent(parent: Parent) -> None:
-    group = parent.api_version.partition("/")[0]
-    if group != names.GROUP:
-        raise HookError(422, f"parent.apiVersion: expected group {names.GROUP}, got {parent.api_version!r}")
-
-
 def _spec(parent: Parent) -> ShardDBSpec:
     try:
         return ShardDBSpec.model_validate(parent.spec)
@@ -55,7 +49,6 @@ def _spec(parent: Parent) -> ShardDBSpec:
 def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Outcome:
     """Answer a sync (or, with ``finalize``, a finalize) request."""
     request = decode_sync(body)
-    _check_parent(request.parent)
     spec = _spec(request.parent)
     snap = observe(request, spec)
     if finalize and not snap.finalizing:
@@ -93,7 +86,6 @@ def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finali
 def customize(body: bytes) -> dict[str, Any]:
     """Ask Metacontroller to watch this ShardDB's EndpointSlices and Pods too."""
     request = decode_customize(body)
-    _check_parent(request.parent)
     name = request.parent.metadata.name
     return {
         "relatedResources": [

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
+
+
+def _integral(value: object) -> object:
+    """JSON Schema counts 3.0 as an integer, so do we; 3.5, "3" and true stay errors."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 Command = Annotated[list[NonEmpty], Field(min_length=1)]
 
 DEFAULT_STORAGE_SIZE = "1Gi"
@@ -57,6 +64,8 @@ class Cache(_Spec):
         default=DEFAULT_FLUSH_GRACE_SECONDS, alias="flushGracePeriodSeconds"
     )
 
+    _integral = field_validator("replicas", "flush_grace_period_seconds", mode="before")(_integral)
+
 
 class ShardDBSpec(_Spec):
     shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)]
@@ -68,6 +77,8 @@ class ShardDBSpec(_Spec):
     drain_grace_period_seconds: Annotated[int, Field(ge=1, le=MAX_GRACE_SECONDS)] = Field(
         default=DEFAULT_DRAIN_GRACE_SECONDS, alias="drainGracePeriodSeconds"
     )
+
+    _integral = field_validator("shards", "drain_grace_period_seconds", mode="before")(_integral)
 
     @property
     def seed(self) -> list[str]:

@@ -166,3 +166,10 @@ def test_customize_watches_discovery_and_pods_of_this_sharddb() -> None:
     resources = {r["resource"]: r for r in body["relatedResources"]}
     assert resources["endpointslices"]["labelSelector"]["matchLabels"] == {"kubernetes.io/service-name": "shop-db"}
     assert resources["pods"]["labelSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "shop"
+
+
+def test_whole_numbers_written_as_floats_count_as_integers() -> None:
+    world = World(sharddb(shards=3.0, cache={"image": "redis:7", "replicas": 2.0}))
+    sts = child(answer(world.request()), "StatefulSet")
+    assert sts["spec"]["replicas"] == 3
+    assert isinstance(sts["spec"]["replicas"], int)
