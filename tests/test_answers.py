@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from hooks import handler
 
 from .hook import direct
@@ -173,3 +175,22 @@ def test_whole_numbers_written_as_floats_count_as_integers() -> None:
     sts = child(answer(world.request()), "StatefulSet")
     assert sts["spec"]["replicas"] == 3
     assert isinstance(sts["spec"]["replicas"], int)
+
+
+@pytest.mark.parametrize(
+    ("group", "name"),
+    [("Service.v1", "demo-db"), ("StatefulSet.apps/v1", "demo-db"), ("Deployment.apps/v1", "demo-cache")],
+)
+def test_a_deleted_child_comes_back(group: str, name: str) -> None:
+    world = available_world()
+    del world.children[group][f"default/{name}"]
+    kinds = {(c["kind"], c["metadata"]["name"]) for c in answer(world.request())["children"]}
+    assert (group.split(".")[0], name) in kinds
+
+
+def test_a_deleted_statefulset_comes_back_with_its_seed_remembered() -> None:
+    world = available_world()
+    del world.children["StatefulSet.apps/v1"]["default/demo-db"]
+    body = answer(world.request())
+    assert body["status"]["seededShards"] == 3
+    assert [c["metadata"]["name"] for c in body["children"] if c["kind"] == "Job"] == ["demo-seed-3"]
