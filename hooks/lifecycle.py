@@ -85,7 +85,9 @@ def _sync(snap: Snapshot) -> Decision:
 
     seed_jobs = {job.shards for job in snap.seed_jobs}  # never drop a seed Job we see
     current_job = snap.seed_job(shards)
-    if not seeded_now and current_job is None and all_ready:
+    # One seed at a time: a scale-up during a seed waits for that seed to end.
+    earlier_running = any(not (job.succeeded or job.failed) for job in snap.seed_jobs if job.shards != shards)
+    if not seeded_now and current_job is None and all_ready and not earlier_running:
         seed_jobs.add(shards)
 
     cache = snap.cache

@@ -216,6 +216,21 @@ def test_scale_up_runs_a_new_seed_job_for_the_new_count_once_new_shards_are_read
     assert decision.phase == Phase.SEEDING
 
 
+def test_scale_up_during_a_seed_waits_for_that_seed_to_end() -> None:
+    running = snapshot(
+        spec=spec(shards=5),
+        statefulset=sts(replicas=5, ready=5),
+        seed_jobs=(SeedJobView(3, succeeded=False, failed=False),),
+    )
+    assert decide(running).seed_jobs == (3,)
+    finished = snapshot(
+        spec=spec(shards=5),
+        statefulset=sts(replicas=5, ready=5),
+        seed_jobs=(SeedJobView(3, succeeded=True, failed=False),),
+    )
+    assert decide(finished).seed_jobs == (3, 5)
+
+
 def test_scale_up_seeded_but_unregistered_shards_hold_the_phase() -> None:
     decision = decide(
         available(
