@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from . import names
 from .snapshot import Snapshot
 
 
@@ -115,8 +116,8 @@ def _sync(snap: Snapshot) -> Decision:
     available = cache_ready and serving_ok
 
     size, storage_class = _storage(snap)
-    problems = _problems(snap, shards, seeded, size, storage_class, serving_ok)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
+    problems = _problems(snap, shards, seed_failed, size, storage_class, serving_ok)
 
     conditions = (
         ConditionState(
@@ -157,7 +158,7 @@ def _sync(snap: Snapshot) -> Decision:
 def _problems(
     snap: Snapshot,
     shards: int,
-    seeded: int,
+    seed_failed: bool,
     size: str,
     storage_class: str | None,
     serving_ok: bool,
@@ -165,14 +166,9 @@ def _problems(
     """Reasons the ShardDB is worse than asked for, most pressing first."""
     spec = snap.spec
     problems: list[tuple[str, str]] = []
-    job = snap.seed_job(shards)
-    if job is not None and job.failed and seeded < shards:
-        problems.append(
-            (
-                "SeedFailed",
-                f"seed Job {snap.name}-seed-{shards} failed; inspect its logs, then delete it to retry",
-            )
-        )
+    if seed_failed:
+        job = names.seed_job_name(snap.name, shards)
+        problems.append(("SeedFailed", f"seed Job {job} failed; inspect its logs, then delete it to retry"))
     if snap.cache is not None and not serving_ok:
         problems.append(("ShardsUnavailable", "the cache is up but not every serving shard is ready and registered"))
     if snap.cache is not None and snap.cache.stuck:
@@ -215,7 +211,7 @@ def _available_message(snap: Snapshot, available: bool, ready: int, serving: int
 
 def _progress_message(snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool) -> str:
     if seed_failed:
-        return f"seed Job {snap.name}-seed-{shards} failed"
+        return f"seed Job {names.seed_job_name(snap.name, shards)} failed"
     if phase == Phase.PROVISIONING:
         return f"{ready}/{shards} shards ready"
     if phase == Phase.SEEDING:
