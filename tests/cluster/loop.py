@@ -19,66 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hooks import handler
+from tests.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
 from tests.world import GROUP_KEYS, World
 
 from .kube import Kube, error_message, path
 
 Obj = dict[str, Any]
 
-LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
-FINALIZER = "metacontroller.io/compositecontroller-sharddb"
-SELECTOR_LABEL = "controller-uid"  # the CompositeController sets generateSelector: true
-# Keys Metacontroller's apply guesses as list-map keys, highest precedence first.
-LIST_MAP_KEYS = ("containerPort", "port", "mountPath", "name", "uid", "ip", "path")
 # Child update strategy of the CompositeController: Jobs are OnDelete, the rest InPlace.
 IN_PLACE = frozenset({"Service", "StatefulSet", "Deployment"})
-
-
-def three_way_merge(observed: Any, last: Any, desired: Any) -> Any:
-    """Desired over observed; fields in ``last`` but no longer desired are removed.
-
-    Lists of objects sharing a conventional key (``name``, ``port``, ...) merge
-    item by item; any other list is replaced whole.
-    """
-    if isinstance(observed, dict) and isinstance(desired, dict):
-        previous = last if isinstance(last, dict) else {}
-        merged = {k: v for k, v in observed.items() if not (k in previous and k not in desired)}
-        for key, value in desired.items():
-            merged[key] = three_way_merge(observed.get(key), previous.get(key), value)
-        return merged
-    if isinstance(observed, list) and isinstance(desired, list):
-        previous_list = last if isinstance(last, list) else []
-        key = _list_map_key(observed, previous_list, desired)
-        if key is None:
-            return copy.deepcopy(desired)
-        return _merge_list_map(key, observed, previous_list, desired)
-    return copy.deepcopy(desired)
-
-
-def _list_map_key(*lists: list[Any]) -> str | None:
-    common: set[str] | None = None
-    for items in lists:
-        for item in items:
-            if not isinstance(item, dict):
-                return None
-            common = set(item) if common is None else common & set(item)
-    return next((key for key in LIST_MAP_KEYS if common and key in common), None)
-
-
-def _merge_list_map(key: str, observed: list[Obj], last: list[Obj], desired: list[Obj]) -> list[Obj]:
-    def by_key(items: list[Obj]) -> dict[str, Obj]:
-        return {str(item[key]): item for item in items}
-
-    merged = three_way_merge(by_key(observed), by_key(last), by_key(desired))
-    order = [str(item[key]) for item in observed] + [str(item[key]) for item in desired]
-    return [merged[k] for k in dict.fromkeys(order) if k in merged]
-
-
-def _with_selector_label(child: Obj, parent_uid: str) -> Obj:
-    """With ``generateSelector: true`` Metacontroller labels every desired child with the parent's uid."""
-    labelled = copy.deepcopy(child)
-    labelled["metadata"].setdefault("labels", {}).setdefault(SELECTOR_LABEL, parent_uid)
-    return labelled
 
 
 def hook(request: Obj, finalize: bool) -> Obj:
@@ -96,6 +45,8 @@ class Loop:
     world: World = field(init=False)
     answers: list[Obj] = field(default_factory=list)
     status_writes: int = 0
+    # Every in-place update sent, as (kind, name, what differed): a no-op one is a bug.
+    updates: list[tuple[str, str, list[str]]] = field(default_factory=list)
 
     def create(self, spec: Obj) -> Obj:
         """Create the ShardDB as a user would, with Metacontroller's finalizer on it."""
@@ -127,7 +78,7 @@ class Loop:
         self.world.apply(answer)
         uid = self.world.parent["metadata"]["uid"]
         for child in answer["children"]:
-            self._write_child(_with_selector_label(child, uid))
+            self._write_child(desired_as_sent(child, self.namespace, uid))
         for deleted in self.world.deleted:
             group, _, key = deleted.partition(":")
             kind = next(k for k, g in GROUP_KEYS.items() if g == group)
@@ -144,23 +95,17 @@ class Loop:
         kind, name = desired["kind"], desired["metadata"]["name"]
         observed_response = self.kube.http.get(path(kind, name, self.namespace))
         if observed_response.status_code == 404:
-            created = copy.deepcopy(desired)
-            meta = created["metadata"]
-            meta["namespace"] = self.namespace
-            meta["ownerReferences"] = [self._owner_reference()]
-            meta.setdefault("annotations", {})[LAST_APPLIED] = json.dumps(desired, sort_keys=True)
-            response = self.kube.create(created)
+            response = self.kube.create(for_create(desired, self._owner_reference()))
             assert response.status_code == 201, f"create {kind}/{name}: {error_message(response)}"
             return
         assert observed_response.status_code == 200, error_message(observed_response)
         if kind not in IN_PLACE:
             return
         observed = observed_response.json()
-        last = json.loads(observed["metadata"].get("annotations", {}).get(LAST_APPLIED, "{}"))
-        merged = three_way_merge(observed, last, desired)
-        merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = json.dumps(desired, sort_keys=True)
+        merged = apply_update(observed, desired)
         if merged == observed:
             return
+        self.updates.append((kind, name, difference(observed, desired)))
         response = self.kube.put(merged)
         assert response.status_code == 200, f"in-place update of {kind}/{name}: {error_message(response)}"
 

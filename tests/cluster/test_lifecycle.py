@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from tests.metacontroller import LAST_APPLIED, SELECTOR_LABEL
+
 from .kube import Kube
-from .loop import LAST_APPLIED, SELECTOR_LABEL, Loop
+from .loop import Loop
 from .samples import SPEC
 
 pytestmark = pytest.mark.cluster
