@@ -44,22 +44,11 @@ class Condition(_Lean, frozen=True):
     last_transition_time: str | None = None
 
 
-class ResourceRequirements(_Lean, frozen=True):
-    requests: dict[str, str] = {}
-
-
-class PVCSpec(_Lean, frozen=True):
-    storage_class_name: str | None = None
-    resources: ResourceRequirements = ResourceRequirements()
-
-
-class PVCTemplate(_Lean, frozen=True):
-    spec: PVCSpec = PVCSpec()
-
-
 class StatefulSetSpec(_Lean, frozen=True):
     replicas: int | None = None
-    volume_claim_templates: list[PVCTemplate] = []
+    # Immutable once stored, so the hooks hand them back exactly as observed.
+    pod_management_policy: str | None = None
+    volume_claim_templates: list[dict[str, Any]] = []
 
 
 class StatefulSetStatus(_Lean, frozen=True):

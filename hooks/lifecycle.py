@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from . import names
 from .snapshot import Snapshot
@@ -50,6 +51,10 @@ class Decision:
     cache_ready: bool
     conditions: tuple[ConditionState, ...]
     finalized: bool = False
+    # Immutable StatefulSet fields: new ones start Parallel with fresh claim templates,
+    # an existing one keeps exactly what it has (any change would make every update fail).
+    pod_management_policy: str = "Parallel"
+    claim_templates: tuple[dict[str, Any], ...] = ()
 
 
 def decide(snap: Snapshot) -> Decision:
@@ -63,6 +68,17 @@ def _storage(snap: Snapshot) -> tuple[str, str | None]:
     if sts is not None and sts.storage_size is not None:
         return sts.storage_size, sts.storage_class
     return snap.spec.storage.size, snap.spec.storage.storage_class_name
+
+
+PARALLEL = "Parallel"
+
+
+def _immutable(snap: Snapshot) -> tuple[str, tuple[dict[str, Any], ...]]:
+    """What an existing StatefulSet keeps as it is: its pod management policy and claim templates."""
+    sts = snap.statefulset
+    if sts is None:
+        return PARALLEL, ()
+    return sts.pod_management_policy or PARALLEL, sts.claim_templates
 
 
 def _seeded(snap: Snapshot) -> int:
@@ -116,6 +132,7 @@ def _sync(snap: Snapshot) -> Decision:
     available = cache_ready and serving_ok
 
     size, storage_class = _storage(snap)
+    policy, claim_templates = _immutable(snap)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
     problems = _problems(snap, shards, seed_failed, size, storage_class, serving_ok)
 
@@ -152,6 +169,8 @@ def _sync(snap: Snapshot) -> Decision:
         cache_ready_replicas=cache_ready_replicas,
         cache_ready=cache_ready,
         conditions=conditions,
+        pod_management_policy=policy,
+        claim_templates=claim_templates,
     )
 
 
@@ -242,6 +261,7 @@ def _finalize(snap: Snapshot) -> Decision:
         phase = Phase.FINALIZED
         message = "cache and shards are gone; volumes are kept"
     size, storage_class = _storage(snap)
+    policy, claim_templates = _immutable(snap)
     done = phase == Phase.FINALIZED
     return Decision(
         phase=phase,
@@ -261,6 +281,8 @@ def _finalize(snap: Snapshot) -> Decision:
             ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
         ),
         finalized=done,
+        pod_management_policy=policy,
+        claim_templates=claim_templates,
     )
 
 

@@ -57,7 +57,6 @@ def service(parent: str) -> Obj:
         "metadata": _meta(names.db_name(parent), parent, names.DB),
         "spec": {
             "clusterIP": "None",
-            "publishNotReadyAddresses": False,
             "selector": names.selector_labels(parent, names.DB),
             "ports": [{"name": "db", "port": names.DB_PORT, "targetPort": "db", "protocol": "TCP"}],
         },
@@ -68,14 +67,33 @@ def _probe(port: str, period: int, failures: int) -> Obj:
     return {"tcpSocket": {"port": port}, "periodSeconds": period, "failureThreshold": failures}
 
 
-def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
-    db = names.db_name(parent)
+def claim_templates(parent: str, decision: Decision) -> list[Obj]:
+    """The shard volume, as the API server stores a claim template (no list-map key: must match whole).
+
+    An existing StatefulSet's templates are immutable and come back exactly as observed.
+    """
+    if decision.claim_templates:
+        return [dict(template) for template in decision.claim_templates]
     claim: Obj = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": decision.storage_size}},
     }
     if decision.storage_class is not None:
         claim["storageClassName"] = decision.storage_class
+    claim["volumeMode"] = "Filesystem"
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": DATA_VOLUME, "labels": names.labels(parent, names.DB)},
+            "spec": claim,
+            "status": {"phase": "Pending"},
+        }
+    ]
+
+
+def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
+    db = names.db_name(parent)
     annotations = {names.SEEDED_SHARDS_ANNOTATION: str(decision.seeded_shards)}
     return {
         "apiVersion": "apps/v1",
@@ -84,7 +102,7 @@ def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
         "spec": {
             "serviceName": db,
             "replicas": decision.shards,
-            "podManagementPolicy": "OrderedReady",  # start in order, stop highest ordinal first
+            "podManagementPolicy": decision.pod_management_policy,
             "selector": {"matchLabels": names.selector_labels(parent, names.DB)},
             "updateStrategy": {"type": "RollingUpdate"},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
@@ -112,9 +130,7 @@ def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
                     ],
                 },
             },
-            "volumeClaimTemplates": [
-                {"metadata": {"name": DATA_VOLUME, "labels": names.labels(parent, names.DB)}, "spec": claim}
-            ],
+            "volumeClaimTemplates": claim_templates(parent, decision),
         },
     }
 

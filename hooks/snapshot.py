@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import contract, names
 from .contract import Condition, Deployment, EndpointSlice, Job, SyncRequest
@@ -22,6 +23,9 @@ class StatefulSetView:
     seeded_annotation: int
     storage_size: str | None
     storage_class: str | None
+    # Fields the API server refuses to change, kept verbatim so the answer reproduces them.
+    pod_management_policy: str | None = None
+    claim_templates: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,14 +80,16 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
     if children is not None:
         for sts in (children.statefulsets or {}).values():
             if sts.metadata.name == db:
-                claim = sts.spec.volume_claim_templates[0].spec if sts.spec.volume_claim_templates else None
+                size, storage_class = _claim_storage(sts.spec.volume_claim_templates)
                 statefulset = StatefulSetView(
                     replicas=sts.spec.replicas if sts.spec.replicas is not None else 1,
                     status_replicas=sts.status.replicas,
                     ready=sts.status.ready_replicas,
                     seeded_annotation=_int(sts.metadata.annotations.get(names.SEEDED_SHARDS_ANNOTATION)),
-                    storage_size=claim.resources.requests.get("storage") if claim else None,
-                    storage_class=claim.storage_class_name if claim else None,
+                    storage_size=size,
+                    storage_class=storage_class,
+                    pod_management_policy=sts.spec.pod_management_policy,
+                    claim_templates=tuple(sts.spec.volume_claim_templates),
                 )
         service = any(svc.metadata.name == db for svc in (children.services or {}).values())
         for deployment in (children.deployments or {}).values():
@@ -132,6 +138,18 @@ def _prior_status(raw: dict[str, object] | None) -> tuple[int, tuple[Condition, 
     listed = raw.get("conditions")
     conditions = (contract.condition(item) for item in (listed if isinstance(listed, list) else ()))
     return (seeded if valid and isinstance(seeded, int) else 0), tuple(c for c in conditions if c is not None)
+
+
+def _claim_storage(templates: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """Size and class of the first volume claim template; anything unreadable counts as unset."""
+    spec = templates[0].get("spec") if templates else None
+    if not isinstance(spec, dict):
+        return None, None
+    resources = spec.get("resources")
+    requests = resources.get("requests") if isinstance(resources, dict) else None
+    size = requests.get("storage") if isinstance(requests, dict) else None
+    storage_class = spec.get("storageClassName")
+    return (size if isinstance(size, str) else None), (storage_class if isinstance(storage_class, str) else None)
 
 
 def _int(text: str | None) -> int:

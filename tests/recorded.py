@@ -1,0 +1,89 @@
+"""Requests a real Metacontroller v4.17.2 sent, and children as its API server stored them.
+
+They live beside the repository (``shared/fixtures/metacontroller-v4.17.2``), never
+in it; ``SHARDDB_RECORDED`` names another folder. CI always has them: there a
+missing folder fails the run, elsewhere (a bare clone) the tests that need them
+are skipped with a message saying where to put them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT.parent / "shared" / "fixtures" / "metacontroller-v4.17.2"
+
+Obj = dict[str, Any]
+
+# Observed child groups of a request, by kind.
+GROUPS = {
+    "Service": "Service.v1",
+    "StatefulSet": "StatefulSet.apps/v1",
+    "Deployment": "Deployment.apps/v1",
+    "Job": "Job.batch/v1",
+}
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One recorded hook call: what was asked, and what the hooks answered then."""
+
+    name: str
+    path: str
+    request: Obj
+    status: int
+    response: Obj | None
+
+    @property
+    def finalize(self) -> bool:
+        return self.path == "/finalize"
+
+    def observed(self, kind: str, name: str) -> Obj | None:
+        """The child as the API server stored it when the request was made."""
+        namespace = self.request["parent"]["metadata"]["namespace"]
+        group = (self.request.get("children") or {}).get(GROUPS[kind]) or {}
+        found: Obj | None = group.get(f"{namespace}/{name}") or group.get(name)
+        return found
+
+
+def folder() -> Path:
+    """The recordings, or a failure (CI) / skip (elsewhere) that says how to get them."""
+    path = Path(os.environ.get("SHARDDB_RECORDED") or DEFAULT)
+    if not (path / "README.md").is_file():
+        message = (
+            f"recorded Metacontroller requests not found at {path}: place shared/ beside the repository "
+            "or set SHARDDB_RECORDED to the metacontroller-v4.17.2 fixtures folder"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+@cache
+def _load(path: Path) -> Obj:
+    loaded: Obj = json.loads(path.read_text())
+    return loaded
+
+
+def exchanges() -> list[Exchange]:
+    """Every recorded call, in the order it happened (customize, sync 01-06, finalize 01-03)."""
+    base = folder()
+    files = [base / "customize.json", *sorted(base.glob("sync-*.json")), *sorted(base.glob("finalize-*.json"))]
+    out = []
+    for file in files:
+        raw = _load(file)
+        out.append(Exchange(file.stem, raw["path"], raw["request"], raw["responseStatus"], raw["response"]))
+    return out
+
+
+def stored() -> list[Obj]:
+    """Children exactly as the API server stored them after Metacontroller created them."""
+    return [_load(file) for file in sorted(folder().glob("stored-*.json"))]
