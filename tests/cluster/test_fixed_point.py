@@ -1,0 +1,101 @@
+"""Once a child is stored, asking again for it makes Metacontroller write nothing.
+
+Each round creates and updates children for real, the way Metacontroller does
+(``tests/metacontroller.py``); a second round over the same observed world must
+then send no update at all, in every phase of a life from creation to
+finalization, and for values a user spells differently from the API server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hooks.names import SEEDED_SHARDS_ANNOTATION
+from tests.metacontroller import LAST_APPLIED
+
+from .kube import Kube
+from .loop import Loop
+from .samples import SPEC
+
+pytestmark = pytest.mark.cluster
+
+Obj = dict[str, Any]
+
+
+def _idle_round_sends_nothing(loop: Loop) -> None:
+    """Ask again with nothing changed: any update now would be sent on every resync."""
+    before = len(loop.updates)
+    phase = loop.round()["status"]["phase"]
+    assert loop.updates[before:] == [], f"no-op updates in phase {phase}"
+
+
+def _walk_to(loop: Loop, phase: str, max_rounds: int = 12) -> list[str]:
+    """Rounds until ``phase``, with an idle round after each one; the phases passed through."""
+    seen = []
+    for _ in range(max_rounds):
+        answer = loop.round()
+        seen.append(answer["status"]["phase"])
+        _idle_round_sends_nothing(loop)
+        if seen[-1] == phase:
+            return seen
+        loop.settle()
+    raise AssertionError(f"phase {phase} not reached: {seen}")
+
+
+@pytest.fixture
+def loop(kube: Kube, namespace: str) -> Loop:
+    return Loop(kube, namespace)
+
+
+def _fields(update: tuple[str, str, list[str]]) -> list[str]:
+    """The fields an update changed, the last-applied annotation aside."""
+    return [line.split(":", 1)[0] for line in update[2] if LAST_APPLIED not in line]
+
+
+def test_bring_up_updates_only_to_remember_the_seed(loop: Loop) -> None:
+    """Creates and status writes, plus one deliberate write: the seed memory on the StatefulSet."""
+    loop.create(SPEC)
+    seen = _walk_to(loop, "Available")
+    assert {"Provisioning", "Seeding", "Available"} <= set(seen)
+    assert [(kind, name) for kind, name, _ in loop.updates] == [("StatefulSet", "demo-db")]
+    assert _fields(loop.updates[0]) == [f".metadata.annotations.{SEEDED_SHARDS_ANNOTATION}"]
+
+
+def test_scale_up_updates_the_statefulset_once_then_nothing(loop: Loop) -> None:
+    loop.create(SPEC)
+    _walk_to(loop, "Available")
+    before = len(loop.updates)
+    loop.edit({"shards": 5})
+    loop.round()
+    assert [_fields(update) for update in loop.updates[before:]] == [[".spec.replicas"]]
+    _idle_round_sends_nothing(loop)
+    loop.settle()
+    _walk_to(loop, "Available")
+
+
+def test_teardown_updates_only_to_scale_to_zero(loop: Loop) -> None:
+    loop.create(SPEC)
+    _walk_to(loop, "Available")
+    before = len(loop.updates)
+    loop.delete()
+    assert loop.round()["status"]["phase"] == "DrainingCache"
+    _idle_round_sends_nothing(loop)
+    loop.world.run_cache()
+    loop.world.remove_pods("cache")
+    assert loop.round()["status"]["phase"] == "DrainingShards"
+    _idle_round_sends_nothing(loop)
+    teardown = [(update[0], _fields(update)) for update in loop.updates[before:]]
+    assert teardown == [("Deployment", [".spec.replicas"]), ("StatefulSet", [".spec.replicas"])]
+    loop.world.run_statefulset()
+    loop.world.remove_pods("db")
+    assert loop.round()["finalized"] is True
+
+
+def test_values_in_other_spellings_send_no_update(loop: Loop) -> None:
+    spec = {**SPEC, "storage": {"size": "1024Mi"}, "drainGracePeriodSeconds": 60.0}
+    loop.create(spec)
+    _walk_to(loop, "Available")
+    assert [_fields(update) for update in loop.updates] == [[f".metadata.annotations.{SEEDED_SHARDS_ANNOTATION}"]]
+    assert loop.parent_stored["status"]["conditions"][2]["status"] == "False"  # Degraded: storage is as asked
