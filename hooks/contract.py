@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import Meta, Struct, field
 
-from . import names
+from . import kinds, names
 from .errors import HookError
 
 T = TypeVar("T")
@@ -129,16 +129,22 @@ class Pod(_Lean, frozen=True):
     status: PodStatus = PodStatus()
 
 
+class PodDisruptionBudget(_Lean, frozen=True):
+    metadata: ObjectMeta
+    kind: Literal["PodDisruptionBudget"] | None = None
+
+
 class Children(_Lean, frozen=True):
-    statefulsets: dict[str, StatefulSet] | None = field(default=None, name="StatefulSet.apps/v1")
-    services: dict[str, Service] | None = field(default=None, name="Service.v1")
-    deployments: dict[str, Deployment] | None = field(default=None, name="Deployment.apps/v1")
-    jobs: dict[str, Job] | None = field(default=None, name="Job.batch/v1")
+    statefulsets: dict[str, StatefulSet] | None = field(default=None, name=kinds.STATEFULSET.group_key)
+    services: dict[str, Service] | None = field(default=None, name=kinds.SERVICE.group_key)
+    deployments: dict[str, Deployment] | None = field(default=None, name=kinds.DEPLOYMENT.group_key)
+    jobs: dict[str, Job] | None = field(default=None, name=kinds.JOB.group_key)
+    budgets: dict[str, PodDisruptionBudget] | None = field(default=None, name=kinds.PDB.group_key)
 
 
 class Related(_Lean, frozen=True):
-    endpointslices: dict[str, EndpointSlice] | None = field(default=None, name="EndpointSlice.discovery.k8s.io/v1")
-    pods: dict[str, Pod] | None = field(default=None, name="Pod.v1")
+    endpointslices: dict[str, EndpointSlice] | None = field(default=None, name=kinds.ENDPOINTSLICE.group_key)
+    pods: dict[str, Pod] | None = field(default=None, name=kinds.POD.group_key)
 
 
 class Parent(_Lean, frozen=True):

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import names, render
+from . import kinds, names, render
 from .conditions import stamp
 from .contract import Parent, decode_customize, decode_sync
 from .errors import from_validation
@@ -90,13 +90,13 @@ def customize(body: bytes) -> dict[str, Any]:
     return {
         "relatedResources": [
             {
-                "apiVersion": "discovery.k8s.io/v1",
-                "resource": "endpointslices",
+                "apiVersion": kinds.ENDPOINTSLICE.api_version,
+                "resource": kinds.ENDPOINTSLICE.plural,
                 "labelSelector": {"matchLabels": {names.SERVICE_NAME_LABEL: names.db_name(name)}},
             },
             {
-                "apiVersion": "v1",
-                "resource": "pods",
+                "apiVersion": kinds.POD.api_version,
+                "resource": kinds.POD.plural,
                 "labelSelector": {"matchLabels": {names.NAME_LABEL: names.APP, names.INSTANCE_LABEL: name}},
             },
         ]

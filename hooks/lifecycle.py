@@ -44,7 +44,7 @@ class Decision:
     storage_class: str | None
     seeded_shards: int
     seed_jobs: tuple[int, ...]  # shard counts whose seed Job is a desired child
-    cache_replicas: int | None  # None: the cache Deployment is not a desired child
+    cache_replicas: int | None  # None: the cache Deployment (and its Service) is not a desired child
     ready_shards: int
     registered_shards: int
     cache_ready_replicas: int
@@ -55,6 +55,9 @@ class Decision:
     # an existing one keeps exactly what it has (any change would make every update fail).
     pod_management_policy: str = "Parallel"
     claim_templates: tuple[dict[str, Any], ...] = ()
+    # Components whose pods get a PodDisruptionBudget: they come and go with what they protect.
+    budgets: frozenset[str] = frozenset()
+    cache_service: bool = False  # the cache's ClusterIP Service, with the cache while it serves
 
 
 def decide(snap: Snapshot) -> Decision:
@@ -79,6 +82,16 @@ def _immutable(snap: Snapshot) -> tuple[str, tuple[dict[str, Any], ...]]:
     if sts is None:
         return PARALLEL, ()
     return sts.pod_management_policy or PARALLEL, sts.claim_templates
+
+
+MIN_CACHE_REPLICAS_FOR_BUDGET = 2  # a budget over one pod would block every node drain
+
+
+def _budgets(cache_replicas: int) -> frozenset[str]:
+    """The shards always have a budget; the cache once it runs at least two replicas."""
+    if cache_replicas >= MIN_CACHE_REPLICAS_FOR_BUDGET:
+        return frozenset({names.DB, names.CACHE})
+    return frozenset({names.DB})
 
 
 def _seeded(snap: Snapshot) -> int:
@@ -169,6 +182,8 @@ def _sync(snap: Snapshot) -> Decision:
         cache_ready_replicas=cache_ready_replicas,
         cache_ready=cache_ready,
         conditions=conditions,
+        budgets=_budgets(spec.cache.replicas if cache_replicas is not None else 0),
+        cache_service=cache_replicas is not None,
         pod_management_policy=policy,
         claim_templates=claim_templates,
     )
@@ -244,16 +259,23 @@ def _progress_message(snap: Snapshot, phase: Phase, shards: int, ready: int, reg
 
 
 def _finalize(snap: Snapshot) -> Decision:
-    """Teardown: cache to zero and gone, then shards to zero and gone; never a step early."""
+    """Teardown: budgets and cache gone, then shards to zero and gone; never a step early.
+
+    The disruption budgets and the cache Service are left out of every finalize
+    answer (so Metacontroller deletes them); the shards drain only once none is observed.
+    """
     sts = snap.statefulset
     cache = snap.cache
     cache_busy = snap.cache_pods > 0 or (cache is not None and (cache.status_replicas > 0 or cache.replicas > 0))
-    # Never grow during deletion: keep what is observed until the cache is gone.
-    shards = (sts.replicas if sts else 0) if cache_busy else 0
+    # Never grow during deletion: keep what is observed until the cache and the budgets are gone.
+    shards = (sts.replicas if sts else 0) if (cache_busy or snap.budgets) else 0
     shards_busy = snap.shard_pods > 0 or (sts is not None and (sts.status_replicas > 0 or sts.replicas > 0))
     if cache_busy:
         phase = Phase.DRAINING_CACHE
         message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
+    elif snap.budgets:
+        phase = Phase.DRAINING_CACHE
+        message = "waiting for the disruption budgets to be deleted"
     elif shards_busy or (sts is not None and shards != sts.replicas):
         phase = Phase.DRAINING_SHARDS
         message = f"waiting for {snap.shard_pods} shard pods to drain and exit"

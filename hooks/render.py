@@ -23,9 +23,15 @@ DATA_PATH = "/var/lib/postgresql/data"
 def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     """The full desired set; anything observed and not listed here would be deleted."""
     out = [service(snap.name), statefulset(snap.name, snap.spec, decision)]
+    if names.DB in decision.budgets:
+        out.append(budget(snap.name, names.DB))
     out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
     if decision.cache_replicas is not None:
         out.append(cache_deployment(snap.name, snap.spec, decision.cache_replicas))
+    if decision.cache_service:
+        out.append(cache_service(snap.name))
+    if names.CACHE in decision.budgets:
+        out.append(budget(snap.name, names.CACHE))
     return out
 
 
@@ -60,6 +66,31 @@ def service(parent: str) -> Obj:
             "selector": names.selector_labels(parent, names.DB),
             "ports": [{"name": "db", "port": names.DB_PORT, "targetPort": "db", "protocol": "TCP"}],
         },
+    }
+
+
+def cache_service(parent: str) -> Obj:
+    """Where clients reach the cache: one stable virtual IP over its ready pods."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(names.cache_name(parent), parent, names.CACHE),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": names.selector_labels(parent, names.CACHE),
+            "ports": [{"name": "cache", "port": CACHE_PORT, "targetPort": "cache", "protocol": "TCP"}],
+        },
+    }
+
+
+def budget(parent: str, component: str) -> Obj:
+    """At most one pod of ``component`` evicted at a time: a node drain never takes two shards."""
+    name = names.db_name(parent) if component == names.DB else names.cache_name(parent)
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _meta(name, parent, component),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": names.selector_labels(parent, component)}},
     }
 
 

@@ -54,6 +54,8 @@ class Snapshot:
     prior_conditions: tuple[Condition, ...] = ()
     statefulset: StatefulSetView | None = None
     service: bool = False
+    cache_service: bool = False
+    budgets: frozenset[str] = field(default_factory=frozenset)  # components with a disruption budget
     cache: CacheView | None = None
     seed_jobs: tuple[SeedJobView, ...] = ()
     registered: frozenset[int] = field(default_factory=frozenset)
@@ -74,7 +76,8 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
     db = names.db_name(name)
 
     statefulset = None
-    service = False
+    service = cache_service = False
+    budgets: frozenset[str] = frozenset()
     cache = None
     jobs: tuple[SeedJobView, ...] = ()
     if children is not None:
@@ -91,7 +94,14 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
                     pod_management_policy=sts.spec.pod_management_policy,
                     claim_templates=tuple(sts.spec.volume_claim_templates),
                 )
-        service = any(svc.metadata.name == db for svc in (children.services or {}).values())
+        services = {svc.metadata.name for svc in (children.services or {}).values()}
+        service = db in services
+        cache_service = names.cache_name(name) in services
+        budgets = frozenset(
+            component
+            for component, budget in ((names.DB, db), (names.CACHE, names.cache_name(name)))
+            if any(pdb.metadata.name == budget for pdb in (children.budgets or {}).values())
+        )
         for deployment in (children.deployments or {}).values():
             if deployment.metadata.name == names.cache_name(name):
                 cache = _cache_view(deployment)
@@ -121,6 +131,8 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
         prior_conditions=prior_conditions,
         statefulset=statefulset,
         service=service,
+        cache_service=cache_service,
+        budgets=budgets,
         cache=cache,
         seed_jobs=jobs,
         registered=registered,

@@ -17,18 +17,15 @@ from typing import Any
 
 import pytest
 
+from hooks import kinds
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "fixtures" / "metacontroller-v4.17.2"
 
 Obj = dict[str, Any]
 
 # Observed child groups of a request, by kind.
-GROUPS = {
-    "Service": "Service.v1",
-    "StatefulSet": "StatefulSet.apps/v1",
-    "Deployment": "Deployment.apps/v1",
-    "Job": "Job.batch/v1",
-}
+GROUPS = {kind.kind: kind.group_key for kind in kinds.CHILDREN}
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pytest
 from bench.report import END, START, publish, table
 from bench.run import FLOOR, HOOK, HOOK_304, KINDS, Config, Results, run
 from bench.worlds import sync_request
+from hooks import kinds
 
 pytestmark = pytest.mark.http
 
@@ -27,7 +28,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> Results:
 def test_bench_requests_are_available_sharddbs_with_every_observed_object() -> None:
     request = json.loads(sync_request(3))
     assert request["parent"]["status"]["phase"] == "Available"
-    assert sorted(request["children"]) == ["Deployment.apps/v1", "Job.batch/v1", "Service.v1", "StatefulSet.apps/v1"]
+    assert sorted(request["children"]) == sorted(kind.group_key for kind in kinds.CHILDREN)
     pods = request["related"]["Pod.v1"].values()
     assert sum(pod["metadata"]["labels"]["app.kubernetes.io/component"] == "db" for pod in pods) == 3
     assert all(pod["metadata"]["managedFields"] and pod["spec"]["volumes"] for pod in pods)

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from fastapi.routing import APIRoute
 
-from hooks import handler
+from hooks import handler, kinds
 from hooks.app import app
 from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
@@ -321,15 +321,10 @@ def test_hook_container_has_bounded_resources(target: Path) -> None:
 
 
 @targets
-def test_children_update_in_place_except_jobs(target: Path) -> None:
+def test_child_resources_are_the_kind_table(target: Path) -> None:
     children = one(render(target), "CompositeController", "sharddb")["spec"]["childResources"]
     strategies = {(c["apiVersion"], c["resource"]): c["updateStrategy"]["method"] for c in children}
-    assert strategies == {
-        ("v1", "services"): "InPlace",
-        ("apps/v1", "statefulsets"): "InPlace",
-        ("apps/v1", "deployments"): "InPlace",
-        ("batch/v1", "jobs"): "OnDelete",
-    }
+    assert strategies == {(kind.api_version, kind.plural): kind.update for kind in kinds.CHILDREN}
 
 
 @targets

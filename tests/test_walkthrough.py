@@ -29,8 +29,8 @@ def test_sharddb_lives_from_create_to_finalized(client: httpx.Client) -> None:
     hook = over_http(client)
     world = World(sharddb("shop", shards=3))
 
-    answer = step(world, hook)  # created: shards first, nothing else
-    assert kinds(answer) == ["Service/shop-db", "StatefulSet/shop-db"]
+    answer = step(world, hook)  # created: shards and their disruption budget, nothing else
+    assert kinds(answer) == ["PodDisruptionBudget/shop-db", "Service/shop-db", "StatefulSet/shop-db"]
     assert answer["status"]["phase"] == "Provisioning"
 
     world.run_statefulset(ready=2)
@@ -51,9 +51,10 @@ def test_sharddb_lives_from_create_to_finalized(client: httpx.Client) -> None:
     assert answer["status"]["seededShards"] == 3
 
     world.publish_endpoints()
-    answer = step(world, hook)  # registered: the cache starts
+    answer = step(world, hook)  # registered: the cache starts, with its Service and budget (2 replicas)
     assert world.cache() is not None
     assert answer["status"]["phase"] == "StartingCache"
+    assert {"Service/shop-cache", "PodDisruptionBudget/shop-cache"} <= set(kinds(answer))
 
     world.run_cache()
     answer = step(world, hook)
@@ -73,11 +74,17 @@ def test_sharddb_lives_from_create_to_finalized(client: httpx.Client) -> None:
     assert answer["status"]["phase"] == "Available"
     assert answer["status"]["seededShards"] == 5
 
-    world.delete()  # teardown: cache first
+    world.delete()  # teardown: budgets and the cache Service go, the cache scales to zero
     answer = step(world, hook)
     assert world.cache()["spec"]["replicas"] == 0  # type: ignore[index]
     assert world.statefulset()["spec"]["replicas"] == 5  # type: ignore[index]
     assert answer["finalized"] is False
+    assert sorted(world.deleted) == [
+        "PodDisruptionBudget.policy/v1:default/shop-cache",
+        "PodDisruptionBudget.policy/v1:default/shop-db",
+        "Service.v1:default/shop-cache",
+    ]
+    world.deleted.clear()
 
     world.terminate_pods("cache")  # flushing on the way out: shards must wait
     answer = step(world, hook)
@@ -99,4 +106,4 @@ def test_sharddb_lives_from_create_to_finalized(client: httpx.Client) -> None:
     answer = step(world, hook)
     assert answer["finalized"] is True
     assert answer["status"]["phase"] == "Finalized"
-    assert world.deleted == []  # no child was ever left out of an answer
+    assert world.deleted == []  # nothing else was ever left out of an answer

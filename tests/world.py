@@ -15,14 +15,11 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from hooks import kinds
+
 Obj = dict[str, Any]
 
-GROUP_KEYS = {
-    "Service": "Service.v1",
-    "StatefulSet": "StatefulSet.apps/v1",
-    "Deployment": "Deployment.apps/v1",
-    "Job": "Job.batch/v1",
-}
+GROUP_KEYS = {kind.kind: kind.group_key for kind in kinds.CHILDREN}
 CREATED = "2026-01-01T00:00:00Z"
 
 

@@ -15,17 +15,16 @@ from typing import Any
 
 import httpx
 
+from hooks import kinds
+
 Obj = dict[str, Any]
 
 # kind -> (API path prefix, plural) for every kind the tests create.
 RESOURCES: dict[str, tuple[str, str]] = {
     "Namespace": ("/api/v1", "namespaces"),
     "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
-    "Service": ("/api/v1", "services"),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
-    "Deployment": ("/apis/apps/v1", "deployments"),
-    "Job": ("/apis/batch/v1", "jobs"),
     "ShardDB": ("/apis/mygroup.example.com/v1alpha1", "sharddbs"),
+    **{kind.kind: (kind.api_prefix, kind.plural) for kind in (*kinds.CHILDREN, *kinds.RELATED)},
 }
 CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition"})
 STRICT = {"fieldValidation": "Strict"}

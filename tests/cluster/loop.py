@@ -18,16 +18,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from hooks import handler
+from hooks import handler, kinds
 from tests.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
-from tests.world import GROUP_KEYS, World
+from tests.world import World
 
 from .kube import Kube, error_message, path
 
 Obj = dict[str, Any]
 
-# Child update strategy of the CompositeController: Jobs are OnDelete, the rest InPlace.
-IN_PLACE = frozenset({"Service", "StatefulSet", "Deployment"})
+# Kinds Metacontroller updates in place (the CompositeController's strategies).
+IN_PLACE = frozenset(kind.kind for kind in kinds.CHILDREN if kind.update == "InPlace")
 
 
 def hook(request: Obj, finalize: bool) -> Obj:
@@ -81,7 +81,7 @@ class Loop:
             self._write_child(desired_as_sent(child, self.namespace, uid))
         for deleted in self.world.deleted:
             group, _, key = deleted.partition(":")
-            kind = next(k for k, g in GROUP_KEYS.items() if g == group)
+            kind = kinds.BY_GROUP_KEY[group].kind
             response = self.kube.http.delete(path(kind, key.rsplit("/", 1)[-1], self.namespace))
             assert response.status_code in (200, 202, 404), error_message(response)
         self.world.deleted.clear()
@@ -123,7 +123,7 @@ class Loop:
     def _refresh_children(self, simulated: dict[tuple[str, str], Any]) -> None:
         """World's children become the stored objects; status stays the simulated one."""
         for group, objs in self.world.children.items():
-            kind = next(k for k, g in GROUP_KEYS.items() if g == group)
+            kind = kinds.BY_GROUP_KEY[group].kind
             for key, obj in list(objs.items()):
                 stored = self.kube.get(kind, obj["metadata"]["name"], self.namespace)
                 status = simulated.get((group, key), obj.get("status"))

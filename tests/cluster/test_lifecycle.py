@@ -25,7 +25,9 @@ Obj = dict[str, Any]
 KIND_NAMES = {
     ("Service", "demo-db"),
     ("StatefulSet", "demo-db"),
+    ("PodDisruptionBudget", "demo-db"),
 }
+CACHE = {("Deployment", "demo-cache"), ("Service", "demo-cache"), ("PodDisruptionBudget", "demo-cache")}
 
 
 @pytest.fixture
@@ -39,7 +41,7 @@ def _children(answer: Obj) -> set[tuple[str, str]]:
     return {(child["kind"], child["metadata"]["name"]) for child in answer["children"]}
 
 
-def test_fresh_sharddb_gets_service_and_statefulset_owned_by_it(loop: Loop) -> None:
+def test_fresh_sharddb_gets_its_shards_owned_by_it(loop: Loop) -> None:
     answer = loop.round()
     assert _children(answer) == KIND_NAMES
     uid = loop.parent_stored["metadata"]["uid"]
@@ -59,7 +61,7 @@ def test_ready_shards_get_the_seed_job_created(loop: Loop) -> None:
 
 def test_available_sharddb_has_every_child_stored(loop: Loop) -> None:
     answer = loop.until("Available")
-    expected = KIND_NAMES | {("Job", "demo-seed-3"), ("Deployment", "demo-cache")}
+    expected = KIND_NAMES | CACHE | {("Job", "demo-seed-3")}
     assert _children(answer) == expected
     for kind, name in expected:
         assert loop.kube.exists(kind, name, loop.namespace), f"{kind}/{name} not stored"
@@ -103,6 +105,8 @@ def test_finalize_scales_cache_then_shards_to_zero_then_lets_go(loop: Loop) -> N
     loop.until("Available")
     loop.delete()
     assert loop.round()["status"]["phase"] == "DrainingCache"
+    for kind, name in (("PodDisruptionBudget", "demo-db"), ("PodDisruptionBudget", "demo-cache")):
+        assert not loop.kube.exists(kind, name, loop.namespace), f"{kind}/{name} outlived the cache"
     assert loop.kube.get("Deployment", "demo-cache", loop.namespace)["spec"]["replicas"] == 0
     assert loop.kube.get("StatefulSet", "demo-db", loop.namespace)["spec"]["replicas"] == 3
 

@@ -1,0 +1,52 @@
+"""The kinds of object a ShardDB owns or watches: the one table everything else reads.
+
+Metacontroller keys observed objects ``Kind.apiVersion`` (``Service.v1``,
+``StatefulSet.apps/v1``); the CompositeController lists each child's plural and
+update strategy. Adding a child kind means a row here, its rendering and its
+place in the lifecycle; the manifests are tested against this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Strategy = Literal["InPlace", "OnDelete"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    api_version: str
+    plural: str
+    # How Metacontroller changes an existing child: InPlace updates it, OnDelete never does.
+    update: Strategy | None = None
+
+    @property
+    def group_key(self) -> str:
+        """The key of this kind's map in a hook request's ``children`` or ``related``."""
+        return f"{self.kind}.{self.api_version}"
+
+    @property
+    def api_prefix(self) -> str:
+        """REST path prefix: ``/api/v1`` for the core group, ``/apis/<group>/<version>`` otherwise."""
+        return f"/apis/{self.api_version}" if "/" in self.api_version else f"/api/{self.api_version}"
+
+
+SERVICE = Kind("Service", "v1", "services", "InPlace")
+STATEFULSET = Kind("StatefulSet", "apps/v1", "statefulsets", "InPlace")
+DEPLOYMENT = Kind("Deployment", "apps/v1", "deployments", "InPlace")
+# A Job's pod template is immutable: one Job per shard count instead of updates.
+JOB = Kind("Job", "batch/v1", "jobs", "OnDelete")
+PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", "InPlace")
+
+CHILDREN: tuple[Kind, ...] = (SERVICE, STATEFULSET, DEPLOYMENT, JOB, PDB)
+
+# Watched through the customize hook, never written.
+ENDPOINTSLICE = Kind("EndpointSlice", "discovery.k8s.io/v1", "endpointslices")
+POD = Kind("Pod", "v1", "pods")
+
+RELATED: tuple[Kind, ...] = (ENDPOINTSLICE, POD)
+
+BY_KIND = {kind.kind: kind for kind in (*CHILDREN, *RELATED)}
+BY_GROUP_KEY = {kind.group_key: kind for kind in (*CHILDREN, *RELATED)}
