@@ -49,11 +49,16 @@ class StatefulSetSpec(_Lean, frozen=True):
     # Immutable once stored, so the hooks hand them back exactly as observed.
     pod_management_policy: str | None = None
     volume_claim_templates: list[dict[str, Any]] = []
+    template: dict[str, Any] = {}
 
 
 class StatefulSetStatus(_Lean, frozen=True):
     replicas: int = 0
     ready_replicas: int = 0
+    updated_replicas: int = 0
+    observed_generation: int = 0
+    current_revision: str = ""
+    update_revision: str = ""
 
 
 class StatefulSet(_Lean, frozen=True):
@@ -65,11 +70,14 @@ class StatefulSet(_Lean, frozen=True):
 
 class DeploymentSpec(_Lean, frozen=True):
     replicas: int | None = None
+    template: dict[str, Any] = {}
 
 
 class DeploymentStatus(_Lean, frozen=True):
     replicas: int = 0
     ready_replicas: int = 0
+    updated_replicas: int = 0
+    observed_generation: int = 0
     conditions: list[Condition] = []
 
 
@@ -119,8 +127,25 @@ class EndpointSlice(_Lean, frozen=True):
     endpoints: list[Endpoint] | None = None
 
 
+class ContainerStateWaiting(_Lean, frozen=True):
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerState(_Lean, frozen=True):
+    waiting: ContainerStateWaiting | None = None
+
+
+class ContainerStatus(_Lean, frozen=True):
+    name: str = ""
+    state: ContainerState = ContainerState()
+
+
 class PodStatus(_Lean, frozen=True):
     phase: str = ""
+    conditions: list[Condition] = []
+    container_statuses: list[ContainerStatus] = []
+    init_container_statuses: list[ContainerStatus] = []
 
 
 class Pod(_Lean, frozen=True):
@@ -177,6 +202,19 @@ def decode_sync(body: bytes) -> SyncRequest:
 
 def decode_customize(body: bytes) -> CustomizeRequest:
     return _decode(_CUSTOMIZE, body)
+
+
+class _AnyChildren(_Lean, frozen=True):
+    children: dict[str, dict[str, dict[str, Any]]] | None = None
+
+
+_ANY_CHILDREN = msgspec.json.Decoder(_AnyChildren)
+
+
+def observed_children(body: bytes) -> list[dict[str, Any]]:
+    """Every observed child, whole, in a stable order: what a paused ShardDB answers with."""
+    groups = _ANY_CHILDREN.decode(body).children or {}
+    return [child for group in sorted(groups) for _, child in sorted(groups[group].items())]
 
 
 def condition(raw: object) -> Condition | None:

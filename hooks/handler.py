@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from . import kinds, names, render
 from .conditions import stamp
-from .contract import Parent, decode_customize, decode_sync
+from .contract import Parent, decode_customize, decode_sync, observed_children
 from .errors import from_validation
 from .lifecycle import Decision, changes, decide
 from .snapshot import Snapshot, observe
@@ -54,8 +54,11 @@ def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Ou
     if finalize and not snap.finalizing:
         snap = replace(snap, finalizing=True)
     decision = decide(snap)
+    reply = answer(snap, decision, now, finalize=finalize)
+    if decision.paused:
+        reply["children"] = render.frozen(observed_children(body))
     return Outcome(
-        body=answer(snap, decision, now, finalize=finalize),
+        body=reply,
         parent=f"{snap.namespace}/{snap.name}",
         phase=decision.phase.value,
         changes=changes(snap, decision),

@@ -2,16 +2,18 @@
 
 Pure functions over a ``Snapshot``; no I/O and no clock. Gates, in order:
 provision shards → seed once all are ready → wait until all are registered in
-discovery → start the cache. Deletion runs the same idea backwards.
+discovery → start the cache. Deletion and hibernation run the same idea
+backwards; a rollout moves the shards first and the cache after them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from . import names
+from . import names, pods
+from .applied import contains
 from .snapshot import Snapshot
 
 
@@ -24,6 +26,8 @@ class Phase(StrEnum):
     DRAINING_CACHE = "DrainingCache"
     DRAINING_SHARDS = "DrainingShards"
     FINALIZED = "Finalized"
+    HIBERNATING = "Hibernating"
+    HIBERNATED = "Hibernated"
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,33 @@ class Decision:
     # Components whose pods get a PodDisruptionBudget: they come and go with what they protect.
     budgets: frozenset[str] = frozenset()
     cache_service: bool = False  # the cache's ClusterIP Service, with the cache while it serves
+    cache_held: bool = False  # the cache keeps its current pod template until the shards have rolled
+    paused: bool = False  # every observed child is answered as it is; nothing created or deleted
+    updated_shards: int = 0
+    update_revision: str = ""
+    cache_updated_replicas: int = 0
 
 
 def decide(snap: Snapshot) -> Decision:
-    """The desired world for a snapshot; ``snap.finalizing`` selects teardown."""
-    return _finalize(snap) if snap.finalizing else _sync(snap)
+    """The desired world for a snapshot; ``snap.finalizing`` selects teardown.
+
+    Deletion runs whatever the spec says (a paused ShardDB still tears down in order).
+    """
+    if snap.finalizing:
+        return _finalize(snap)
+    if snap.spec.hibernated and not snap.spec.paused:
+        return _hibernate(snap)
+    decision = _sync(snap)
+    return _paused(decision) if snap.spec.paused else decision
+
+
+def _paused(decision: Decision) -> Decision:
+    """Children frozen as observed; the status still tells the truth, and says it is paused."""
+    available, _, degraded = decision.conditions
+    progressing = ConditionState(
+        "Progressing", False, "Paused", "spec.paused is true: children are kept exactly as they are"
+    )
+    return replace(decision, paused=True, conditions=(available, progressing, degraded))
 
 
 def _storage(snap: Snapshot) -> tuple[str, str | None]:
@@ -120,17 +146,21 @@ def _sync(snap: Snapshot) -> Decision:
     if not seeded_now and current_job is None and all_ready and not earlier_running:
         seed_jobs.add(shards)
 
+    rollout = _rollout(snap, shards, ready, all_registered)
+    # A rolling update restarts one shard at a time: that one is progress, not an outage.
+    tolerated = 1 if rollout.shards_rolling and not _stuck(snap, names.DB) else 0
+
     cache = snap.cache
     gates_open = all_ready and seeded_now and all_registered
     cache_replicas = spec.cache.replicas if (cache is not None or gates_open) else None
     cache_ready_replicas = cache.ready if cache else 0
     cache_ready = cache is not None and cache.ready >= spec.cache.replicas and cache.replicas == spec.cache.replicas
 
-    if not all_ready:
+    if ready + tolerated < shards:
         phase = Phase.PROVISIONING
     elif not seeded_now:
         phase = Phase.SEEDING
-    elif not all_registered:
+    elif registered + tolerated < shards:
         phase = Phase.REGISTERING
     elif not cache_ready:
         phase = Phase.STARTING_CACHE
@@ -140,28 +170,25 @@ def _sync(snap: Snapshot) -> Decision:
     # What the cache was started for keeps serving while new shards join.
     serving = min(seeded, shards)
     # Endpoints trail readiness; a ready, seeded shard still joining discovery is progress, not damage.
-    registered_ok = phase == Phase.REGISTERING or all(o in snap.registered for o in range(serving))
-    serving_ok = serving > 0 and ready >= serving and registered_ok
+    unregistered = sum(1 for o in range(serving) if o not in snap.registered)
+    registered_ok = phase == Phase.REGISTERING or unregistered <= tolerated
+    serving_ok = serving > 0 and ready + tolerated >= serving and registered_ok
     available = cache_ready and serving_ok
 
     size, storage_class = _storage(snap)
     policy, claim_templates = _immutable(snap)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
     problems = _problems(snap, shards, seed_failed, size, storage_class, serving_ok)
+    progressing = _progressing(snap, phase, shards, ready, registered, seed_failed, rollout)
 
     conditions = (
         ConditionState(
             "Available",
             available,
             _available_reason(snap, available, serving_ok, phase),
-            _available_message(snap, available, ready, serving),
+            _available_message(snap, available, ready, serving, tolerated),
         ),
-        ConditionState(
-            "Progressing",
-            phase != Phase.AVAILABLE and not seed_failed,
-            "SeedFailed" if seed_failed else "Complete" if phase == Phase.AVAILABLE else phase.value,
-            _progress_message(snap, phase, shards, ready, registered, seed_failed),
-        ),
+        progressing,
         ConditionState(
             "Degraded",
             bool(problems),
@@ -186,7 +213,64 @@ def _sync(snap: Snapshot) -> Decision:
         cache_service=cache_replicas is not None,
         pod_management_policy=policy,
         claim_templates=claim_templates,
+        cache_held=rollout.cache_held,
+        updated_shards=sts.rollout.updated if sts else 0,
+        update_revision=sts.rollout.update_revision if sts else "",
+        cache_updated_replicas=cache.rollout.updated if cache else 0,
     )
+
+
+@dataclass(frozen=True)
+class _Rollout:
+    shards_rolling: bool  # the shard template is changing or not yet on every shard
+    cache_rolling: bool
+    cache_held: bool  # a cache change waits for the shards
+    shards_updated: int
+
+
+def _rollout(snap: Snapshot, shards: int, ready: int, all_registered: bool) -> _Rollout:
+    """Where a template change stands: shards first; the cache once every shard is updated and serving."""
+    sts, cache = snap.statefulset, snap.cache
+    if sts is None:
+        return _Rollout(False, False, False, 0)
+    db_pending = not contains(sts.template, pods.db_template(snap.name, snap.spec))
+    shards_rolling = db_pending or sts.rollout.rolling(sts.replicas)
+    shards_settled = not shards_rolling and ready >= shards and all_registered
+    cache_pending = cache is not None and not contains(cache.template, pods.cache_template(snap.name, snap.spec))
+    cache_held = cache_pending and not shards_settled
+    cache_rolling = cache is not None and (
+        (cache_pending and not cache_held) or cache.rollout.rolling(cache.replicas) or cache.ready < cache.replicas
+    )
+    return _Rollout(shards_rolling, cache_rolling, cache_held, 0 if db_pending else sts.rollout.updated)
+
+
+def _stuck(snap: Snapshot, component: str) -> bool:
+    return any(pod.component == component for pod in snap.stuck_pods)
+
+
+def _progressing(
+    snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool, rollout: _Rollout
+) -> ConditionState:
+    """Moving toward the spec: the lifecycle's next gate, else a rollout, else complete."""
+    if seed_failed:
+        return ConditionState(
+            "Progressing", False, "SeedFailed", f"seed Job {names.seed_job_name(snap.name, shards)} failed"
+        )
+    if phase != Phase.AVAILABLE:
+        return ConditionState(
+            "Progressing", True, phase.value, _progress_message(snap, phase, shards, ready, registered)
+        )
+    if rollout.shards_rolling:
+        waiting = "; the cache rolls after them" if rollout.cache_held else ""
+        message = f"{rollout.shards_updated}/{shards} shards updated{waiting}"
+        return ConditionState("Progressing", True, "RollingUpdate", message)
+    if rollout.cache_held:
+        message = f"shards updated; the cache waits until all {shards} are ready and registered"
+        return ConditionState("Progressing", True, "RollingUpdate", message)
+    if rollout.cache_rolling and snap.cache is not None:
+        message = f"cache {snap.cache.rollout.updated}/{snap.spec.cache.replicas} replicas updated"
+        return ConditionState("Progressing", True, "RollingUpdate", message)
+    return ConditionState("Progressing", False, "Complete", f"{shards} shards seeded, registered and cached")
 
 
 def _problems(
@@ -207,6 +291,12 @@ def _problems(
         problems.append(("ShardsUnavailable", "the cache is up but not every serving shard is ready and registered"))
     if snap.cache is not None and snap.cache.stuck:
         problems.append(("CacheRolloutStuck", "the cache Deployment exceeded its progress deadline"))
+    if snap.stuck_pods:
+        shown = ", ".join(
+            f"{pod.name}: {pod.reason}" + (f" ({pod.message})" if pod.message else "") for pod in snap.stuck_pods[:3]
+        )
+        more = f" and {len(snap.stuck_pods) - 3} more" if len(snap.stuck_pods) > 3 else ""
+        problems.append(("PodsNotStarting", f"pods cannot start: {shown}{more}"))
     if spec.shards < shards:
         problems.append(
             (
@@ -234,28 +324,75 @@ def _available_reason(snap: Snapshot, available: bool, serving_ok: bool, phase: 
     return phase.value
 
 
-def _available_message(snap: Snapshot, available: bool, ready: int, serving: int) -> str:
+def _available_message(snap: Snapshot, available: bool, ready: int, serving: int, tolerated: int) -> str:
     if available:
-        return f"{serving} shards and the cache are serving"
+        restarting = " (one restarting for a rolling update)" if tolerated and ready < serving else ""
+        return f"{serving} shards and the cache are serving{restarting}"
     if snap.cache is None:
         return "the cache has not started yet"
     cache = f"cache {snap.cache.ready}/{snap.spec.cache.replicas} ready"
     return f"{min(ready, serving)}/{serving} serving shards ready; {cache}"
 
 
-def _progress_message(snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool) -> str:
-    if seed_failed:
-        return f"seed Job {names.seed_job_name(snap.name, shards)} failed"
+def _progress_message(snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int) -> str:
     if phase == Phase.PROVISIONING:
         return f"{ready}/{shards} shards ready"
     if phase == Phase.SEEDING:
         return f"seeding {shards} shards"
     if phase == Phase.REGISTERING:
         return f"{registered}/{shards} shards registered in discovery"
-    if phase == Phase.STARTING_CACHE:
-        ready_cache = snap.cache.ready if snap.cache else 0
-        return f"cache {ready_cache}/{snap.spec.cache.replicas} replicas ready"
-    return f"{shards} shards seeded, registered and cached"
+    ready_cache = snap.cache.ready if snap.cache else 0
+    return f"cache {ready_cache}/{snap.spec.cache.replicas} replicas ready"
+
+
+def _hibernate(snap: Snapshot) -> Decision:
+    """Sleep in the teardown order, keeping the StatefulSet (at zero), its volumes, Service and seed memory.
+
+    A running seed is let finish first; then budgets and the cache's Service go, the cache
+    scales to zero and goes; then the shards scale to zero. Waking is an ordinary sync:
+    the shards come back on their volumes, registered, then the cache; no seed runs again.
+    """
+    sts = snap.statefulset
+    cache = snap.cache
+    observed_shards = sts.replicas if sts else 0
+    seed_running = any(not (job.succeeded or job.failed) for job in snap.seed_jobs)
+    cache_busy = snap.cache_pods > 0 or (cache is not None and (cache.status_replicas > 0 or cache.replicas > 0))
+    shards_busy = snap.shard_pods > 0 or (sts is not None and (sts.status_replicas > 0 or sts.replicas > 0))
+    if seed_running:
+        shards, cache_replicas = max(snap.spec.shards, observed_shards), (0 if cache else None)
+        message = "waiting for the running seed Job to finish before the shards stop"
+    elif cache_busy or cache is not None or snap.budgets:
+        shards, cache_replicas = observed_shards, (0 if cache_busy and cache else None)
+        message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
+    else:
+        shards, cache_replicas = 0, None
+        message = f"waiting for {snap.shard_pods} shard pods to drain and exit" if shards_busy else ""
+    asleep = not (seed_running or cache_busy or cache is not None or snap.budgets or shards_busy)
+    phase = Phase.HIBERNATED if asleep else Phase.HIBERNATING
+    if asleep:
+        message = "shards and cache are stopped; volumes and seed memory are kept"
+    size, storage_class = _storage(snap)
+    policy, claim_templates = _immutable(snap)
+    return Decision(
+        phase=phase,
+        shards=shards,
+        storage_size=size,
+        storage_class=storage_class,
+        seeded_shards=_seeded(snap),
+        seed_jobs=tuple(job.shards for job in snap.seed_jobs),
+        cache_replicas=cache_replicas,
+        ready_shards=sts.ready if sts else 0,
+        registered_shards=len(snap.registered),
+        cache_ready_replicas=cache.ready if cache else 0,
+        cache_ready=False,
+        conditions=(
+            ConditionState("Available", False, "Hibernated", "spec.hibernated is true"),
+            ConditionState("Progressing", not asleep, phase.value, message),
+            ConditionState("Degraded", False, "AsExpected", "No problems observed."),
+        ),
+        pod_management_policy=policy,
+        claim_templates=claim_templates,
+    )
 
 
 def _finalize(snap: Snapshot) -> Decision:

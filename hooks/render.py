@@ -6,18 +6,15 @@ server fills in, so Metacontroller's in-place updates touch exactly these.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from . import names
+from . import names, pods
 from .lifecycle import Decision
 from .snapshot import Snapshot
 from .spec import ShardDBSpec
 
 Obj = dict[str, Any]
-
-CACHE_PORT = 6379
-DATA_VOLUME = "data"
-DATA_PATH = "/var/lib/postgresql/data"
 
 
 def children(snap: Snapshot, decision: Decision) -> list[Obj]:
@@ -27,11 +24,41 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         out.append(budget(snap.name, names.DB))
     out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
     if decision.cache_replicas is not None:
-        out.append(cache_deployment(snap.name, snap.spec, decision.cache_replicas))
+        held = snap.cache.held_template() if decision.cache_held and snap.cache else None
+        template = held or pods.cache_template(snap.name, snap.spec)
+        out.append(cache_deployment(snap.name, decision.cache_replicas, template))
     if decision.cache_service:
         out.append(cache_service(snap.name))
     if names.CACHE in decision.budgets:
         out.append(budget(snap.name, names.CACHE))
+    return out
+
+
+# Metacontroller's record, on each child, of the object the hooks last asked for.
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+SYSTEM_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
+
+
+def frozen(observed: list[Obj]) -> list[Obj]:
+    """Every observed child answered as it is, so Metacontroller neither deletes nor updates any.
+
+    The object last asked for (its last-applied record) is exactly what makes the merge a
+    no-op; a child without one is answered as stored, minus what the server owns.
+    """
+    out = []
+    for child in observed:
+        meta = child.get("metadata") or {}
+        recorded = (meta.get("annotations") or {}).get(LAST_APPLIED)
+        try:
+            last = json.loads(recorded) if recorded else None
+        except ValueError:
+            last = None
+        if isinstance(last, dict) and last.get("kind") == child.get("kind"):
+            out.append(last)
+            continue
+        kept = {key: value for key, value in child.items() if key != "status"}
+        kept["metadata"] = {key: value for key, value in meta.items() if key not in SYSTEM_METADATA}
+        out.append(kept)
     return out
 
 
@@ -44,6 +71,9 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
         "seededShards": decision.seeded_shards,
         "cacheReadyReplicas": decision.cache_ready_replicas,
         "cacheReady": decision.cache_ready,
+        "updatedShards": decision.updated_shards,
+        "updateRevision": decision.update_revision,
+        "cacheUpdatedReplicas": decision.cache_updated_replicas,
         "conditions": conditions,
     }
 
@@ -78,7 +108,7 @@ def cache_service(parent: str) -> Obj:
         "spec": {
             "type": "ClusterIP",
             "selector": names.selector_labels(parent, names.CACHE),
-            "ports": [{"name": "cache", "port": CACHE_PORT, "targetPort": "cache", "protocol": "TCP"}],
+            "ports": [{"name": "cache", "port": pods.CACHE_PORT, "targetPort": "cache", "protocol": "TCP"}],
         },
     }
 
@@ -92,10 +122,6 @@ def budget(parent: str, component: str) -> Obj:
         "metadata": _meta(name, parent, component),
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": names.selector_labels(parent, component)}},
     }
-
-
-def _probe(port: str, period: int, failures: int) -> Obj:
-    return {"tcpSocket": {"port": port}, "periodSeconds": period, "failureThreshold": failures}
 
 
 def claim_templates(parent: str, decision: Decision) -> list[Obj]:
@@ -116,7 +142,7 @@ def claim_templates(parent: str, decision: Decision) -> list[Obj]:
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": {"name": DATA_VOLUME, "labels": names.labels(parent, names.DB)},
+            "metadata": {"name": pods.DATA_VOLUME, "labels": names.labels(parent, names.DB)},
             "spec": claim,
             "status": {"phase": "Pending"},
         }
@@ -137,30 +163,7 @@ def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
             "selector": {"matchLabels": names.selector_labels(parent, names.DB)},
             "updateStrategy": {"type": "RollingUpdate"},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
-            "template": {
-                "metadata": {"labels": names.labels(parent, names.DB)},
-                "spec": {
-                    "terminationGracePeriodSeconds": spec.drain_grace_period_seconds,
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [
-                        {
-                            "name": "db",
-                            "image": spec.db_image,
-                            "ports": [{"name": "db", "containerPort": names.DB_PORT, "protocol": "TCP"}],
-                            "env": [
-                                {"name": "SHARDDB_NAME", "value": parent},
-                                {"name": "SHARDDB_SERVICE", "value": db},
-                                {"name": "SHARDDB_DRAIN_SECONDS", "value": str(spec.drain_grace_period_seconds)},
-                                {"name": "PGDATA", "value": f"{DATA_PATH}/pgdata"},
-                            ],
-                            "readinessProbe": _probe("db", 5, 3),
-                            "livenessProbe": {**_probe("db", 10, 6), "initialDelaySeconds": 30},
-                            "lifecycle": {"preStop": {"exec": {"command": spec.drain}}},
-                            "volumeMounts": [{"name": DATA_VOLUME, "mountPath": DATA_PATH}],
-                        }
-                    ],
-                },
-            },
+            "template": pods.db_template(parent, spec),
             "volumeClaimTemplates": claim_templates(parent, decision),
         },
     }
@@ -174,31 +177,13 @@ def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj
         "metadata": _meta(names.seed_job_name(parent, shards), parent, names.SEED),
         "spec": {
             "backoffLimit": 6,
-            "template": {
-                "metadata": {"labels": names.labels(parent, names.SEED)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [
-                        {
-                            "name": "seed",
-                            "image": spec.db_image,
-                            "command": spec.seed,
-                            "env": [
-                                {"name": "SHARDDB_NAME", "value": parent},
-                                {"name": "SHARDDB_NAMESPACE", "value": namespace},
-                                {"name": "SHARDDB_SERVICE", "value": names.db_name(parent)},
-                                {"name": "SHARDDB_SHARDS", "value": str(shards)},
-                            ],
-                        }
-                    ],
-                },
-            },
+            "template": pods.seed_template(parent, namespace, spec, shards),
         },
     }
 
 
-def cache_deployment(parent: str, spec: ShardDBSpec, replicas: int) -> Obj:
+def cache_deployment(parent: str, replicas: int, template: Obj) -> Obj:
+    """The cache; ``template`` is the current one while it waits for the shards to roll first."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -207,25 +192,6 @@ def cache_deployment(parent: str, spec: ShardDBSpec, replicas: int) -> Obj:
             "replicas": replicas,
             "selector": {"matchLabels": names.selector_labels(parent, names.CACHE)},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
-            "template": {
-                "metadata": {"labels": names.labels(parent, names.CACHE)},
-                "spec": {
-                    "terminationGracePeriodSeconds": spec.cache.flush_grace_period_seconds,
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [
-                        {
-                            "name": "cache",
-                            "image": spec.cache.image,
-                            "ports": [{"name": "cache", "containerPort": CACHE_PORT, "protocol": "TCP"}],
-                            "env": [
-                                {"name": "SHARDDB_NAME", "value": parent},
-                                {"name": "SHARDDB_SERVICE", "value": names.db_name(parent)},
-                            ],
-                            "readinessProbe": _probe("cache", 5, 3),
-                            "lifecycle": {"preStop": {"exec": {"command": spec.flush}}},
-                        }
-                    ],
-                },
-            },
+            "template": template,
         },
     }

@@ -6,12 +6,13 @@ that tests can feed directly, without HTTP or Kubernetes-shaped JSON.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import contract, names
-from .contract import Condition, Deployment, EndpointSlice, Job, SyncRequest
+from .contract import Condition, Deployment, EndpointSlice, Job, Pod, SyncRequest
 from .spec import MAX_SHARDS, ShardDBSpec
 
 
@@ -26,6 +27,24 @@ class StatefulSetView:
     # Fields the API server refuses to change, kept verbatim so the answer reproduces them.
     pod_management_policy: str | None = None
     claim_templates: tuple[dict[str, Any], ...] = ()
+    rollout: Rollout = field(default_factory=lambda: Rollout())
+    template: dict[str, Any] = field(default_factory=dict)  # the pod template as stored
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """How far a workload's controller has carried out its latest spec."""
+
+    generation: int = 0
+    observed_generation: int = 0
+    updated: int = 0
+    current_revision: str = ""
+    update_revision: str = ""
+
+    def rolling(self, replicas: int) -> bool:
+        """Not yet every replica on the latest template (or the controller has not looked yet)."""
+        unseen = self.observed_generation < self.generation
+        return unseen or self.current_revision != self.update_revision or self.updated < replicas
 
 
 @dataclass(frozen=True)
@@ -34,6 +53,32 @@ class CacheView:
     status_replicas: int
     ready: int
     stuck: bool
+    rollout: Rollout = field(default_factory=lambda: Rollout())
+    template: dict[str, Any] = field(default_factory=dict)  # the pod template as stored
+    last_applied: str | None = None  # Metacontroller's record of what the hooks last asked for
+
+    def held_template(self) -> dict[str, Any]:
+        """The pod template to keep while the cache waits: the one last asked for, else the stored one.
+
+        Answering with exactly what was last applied makes the hold cost Metacontroller no write.
+        """
+        try:
+            last = json.loads(self.last_applied) if self.last_applied else None
+        except ValueError:
+            last = None
+        spec = last.get("spec") if isinstance(last, dict) else None
+        template = spec.get("template") if isinstance(spec, dict) else None
+        return template if isinstance(template, dict) else self.template
+
+
+@dataclass(frozen=True)
+class StuckPod:
+    """A pod that cannot start on its own: a crash loop, an image that cannot be pulled, no node."""
+
+    name: str
+    component: str
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -61,6 +106,7 @@ class Snapshot:
     registered: frozenset[int] = field(default_factory=frozenset)
     cache_pods: int = 0
     shard_pods: int = 0
+    stuck_pods: tuple[StuckPod, ...] = ()
 
     def seed_job(self, shards: int) -> SeedJobView | None:
         return next((job for job in self.seed_jobs if job.shards == shards), None)
@@ -93,6 +139,14 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
                     storage_class=storage_class,
                     pod_management_policy=sts.spec.pod_management_policy,
                     claim_templates=tuple(sts.spec.volume_claim_templates),
+                    rollout=Rollout(
+                        generation=sts.metadata.generation,
+                        observed_generation=sts.status.observed_generation,
+                        updated=sts.status.updated_replicas,
+                        current_revision=sts.status.current_revision,
+                        update_revision=sts.status.update_revision,
+                    ),
+                    template=sts.spec.template,
                 )
         services = {svc.metadata.name for svc in (children.services or {}).values()}
         service = db in services
@@ -109,12 +163,16 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
 
     registered: frozenset[int] = frozenset()
     cache_pods = shard_pods = 0
+    stuck: list[StuckPod] = []
     if related is not None:
         registered = _registered(name, related.endpointslices or {})
         for pod in (related.pods or {}).values():
             labels = pod.metadata.labels
             if labels.get(names.INSTANCE_LABEL) != name or pod.status.phase in ("Succeeded", "Failed"):
                 continue  # a finished pod cannot be flushing or serving
+            problem = _stuck(pod)
+            if problem is not None and pod.metadata.deletion_timestamp is None:
+                stuck.append(problem)
             component = labels.get(names.COMPONENT_LABEL)
             if component == names.CACHE:
                 cache_pods += 1
@@ -138,6 +196,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
         registered=registered,
         cache_pods=cache_pods,
         shard_pods=shard_pods,
+        stuck_pods=tuple(sorted(stuck, key=lambda pod: pod.name)),
     )
 
 
@@ -164,6 +223,36 @@ def _claim_storage(templates: list[dict[str, Any]]) -> tuple[str | None, str | N
     return (size if isinstance(size, str) else None), (storage_class if isinstance(storage_class, str) else None)
 
 
+# Metacontroller's dynamic apply keeps the last desired object of each child here.
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+
+# Waiting reasons of a container that will not get better by waiting.
+STUCK_REASONS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+
+
+def _stuck(pod: Pod) -> StuckPod | None:
+    """Why ``pod`` cannot start, if it cannot; a pod still pulling or starting is not stuck."""
+    component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
+    for status in (*pod.status.init_container_statuses, *pod.status.container_statuses):
+        waiting = status.state.waiting
+        if waiting is not None and waiting.reason in STUCK_REASONS:
+            return StuckPod(pod.metadata.name, component, waiting.reason, waiting.message)
+    for condition in pod.status.conditions:
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
+            return StuckPod(pod.metadata.name, component, "Unschedulable", condition.message)
+    return None
+
+
 def _int(text: str | None) -> int:
     return int(text) if text is not None and text.isascii() and text.isdecimal() and len(text) <= 6 else 0
 
@@ -178,6 +267,13 @@ def _cache_view(deployment: Deployment) -> CacheView:
         status_replicas=deployment.status.replicas,
         ready=deployment.status.ready_replicas,
         stuck=stuck,
+        rollout=Rollout(
+            generation=deployment.metadata.generation,
+            observed_generation=deployment.status.observed_generation,
+            updated=deployment.status.updated_replicas,
+        ),
+        template=deployment.spec.template,
+        last_applied=deployment.metadata.annotations.get(LAST_APPLIED),
     )
 
 

@@ -77,6 +77,10 @@ class ShardDBSpec(_Spec):
     drain_grace_period_seconds: Annotated[int, Field(ge=1, le=MAX_GRACE_SECONDS)] = Field(
         default=DEFAULT_DRAIN_GRACE_SECONDS, alias="drainGracePeriodSeconds"
     )
+    # Freeze every child as it is (deletion still tears down in order).
+    paused: bool = False
+    # Run the teardown order but keep the ShardDB, its volumes and its seed memory.
+    hibernated: bool = False
 
     _integral = field_validator("shards", "drain_grace_period_seconds", mode="before")(_integral)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from hooks import pods
 from hooks.lifecycle import Decision, Phase, decide
-from hooks.snapshot import CacheView, SeedJobView, Snapshot, StatefulSetView
+from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView
 from hooks.spec import ShardDBSpec
 
 
@@ -23,6 +25,9 @@ def sts(replicas: int = 3, ready: int = 3, seeded: int = 0, status_replicas: int
         seeded_annotation=seeded,
         storage_size="1Gi",
         storage_class=None,
+        rollout=Rollout(
+            generation=1, observed_generation=1, updated=replicas, current_revision="r1", update_revision="r1"
+        ),
     )
 
 
@@ -32,11 +37,19 @@ def cache(replicas: int = 2, ready: int = 2, status_replicas: int | None = None,
         status_replicas=replicas if status_replicas is None else status_replicas,
         ready=ready,
         stuck=stuck,
+        rollout=Rollout(generation=1, observed_generation=1, updated=replicas),
     )
 
 
 def snapshot(**fields: Any) -> Snapshot:
+    """A snapshot whose workloads run the templates its spec renders, unless a test says otherwise."""
     fields.setdefault("spec", spec())
+    observed = fields.get("statefulset")
+    if observed is not None and not observed.template:
+        fields["statefulset"] = replace(observed, template=pods.db_template("demo", fields["spec"]))
+    observed_cache = fields.get("cache")
+    if observed_cache is not None and not observed_cache.template:
+        fields["cache"] = replace(observed_cache, template=pods.cache_template("demo", fields["spec"]))
     return Snapshot(name="demo", namespace="default", generation=1, **fields)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,11 @@ Obj = dict[str, Any]
 
 GROUP_KEYS = {kind.kind: kind.group_key for kind in kinds.CHILDREN}
 CREATED = "2026-01-01T00:00:00Z"
+
+
+def _revision(template: Obj) -> str:
+    """A stand-in for the controller's revision hash: changes exactly when the template does."""
+    return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def _uid(*parts: str) -> str:
@@ -308,12 +314,26 @@ class World:
         }
 
     def run_statefulset(self, ready: int | None = None) -> None:
-        """Shard pods exist for every replica; the first ``ready`` of them are ready."""
+        """Shard pods exist for every replica on the latest template; the first ``ready`` of them are ready."""
         sts = self.statefulset()
         if sts is None:
             return
         replicas = sts["spec"]["replicas"]
-        ready = replicas if ready is None else min(ready, replicas)
+        self.roll_statefulset(updated=replicas, ready=replicas if ready is None else min(ready, replicas))
+
+    def roll_statefulset(self, updated: int, ready: int | None = None) -> None:
+        """A rolling update part way: ``updated`` shards (highest ordinals) on the latest template.
+
+        By default the shard being replaced is the one not ready; the revision becomes
+        current only once every shard is updated and ready, as the StatefulSet controller does.
+        """
+        sts = self.statefulset()
+        assert sts is not None
+        replicas = sts["spec"]["replicas"]
+        revision = f"{self.name}-db-{_revision(sts['spec']['template'])}"
+        previous = sts.get("status", {}).get("currentRevision", revision)
+        if ready is None:
+            ready = replicas if updated >= replicas else replicas - 1
         image = sts["spec"]["template"]["spec"]["containers"][0]["image"]
         for pod in [p for p in self.pods if p.startswith(f"{self.name}-db-")]:
             if int(pod.rsplit("-", 1)[1]) >= replicas:
@@ -321,15 +341,16 @@ class World:
         for ordinal in range(replicas):
             name = f"{self.name}-db-{ordinal}"
             self.pods[name] = self._pod(name, "db", ordinal < ready, image)
+        done = updated >= replicas and ready >= replicas
         sts["status"] = {
             "replicas": replicas,
             "readyReplicas": ready,
             "availableReplicas": ready,
-            "currentReplicas": replicas,
-            "updatedReplicas": replicas,
+            "currentReplicas": replicas if done else replicas - updated,
+            "updatedReplicas": updated,
             "observedGeneration": sts["metadata"].get("generation", 1),
-            "currentRevision": f"{self.name}-db-5d4f",
-            "updateRevision": f"{self.name}-db-5d4f",
+            "currentRevision": revision if done else previous,
+            "updateRevision": revision,
             "collisionCount": 0,
         }
         self.publish_endpoints()
@@ -399,13 +420,14 @@ class World:
             ],
         }
 
-    def run_cache(self, ready: int | None = None) -> None:
-        """Cache pods follow the Deployment's replicas; ``ready`` of them are ready."""
+    def run_cache(self, ready: int | None = None, updated: int | None = None) -> None:
+        """Cache pods follow the Deployment's replicas; ``ready`` of them are ready, ``updated`` on the latest template."""
         deployment = self.cache()
         if deployment is None:
             return
         replicas = deployment["spec"]["replicas"]
         ready = replicas if ready is None else min(ready, replicas)
+        updated = replicas if updated is None else min(updated, replicas)
         image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
         for pod in [p for p in self.pods if p.startswith(f"{self.name}-cache-")]:
             del self.pods[pod]
@@ -415,7 +437,7 @@ class World:
         deployment["status"] = {
             "observedGeneration": deployment["metadata"].get("generation", 1),
             "replicas": replicas,
-            "updatedReplicas": replicas,
+            "updatedReplicas": updated,
             "readyReplicas": ready,
             "availableReplicas": ready,
             "conditions": [{"type": "Available", "status": "True" if ready >= replicas else "False"}],

@@ -63,12 +63,19 @@ def test_short_name_and_category_find_sharddbs(kube: Kube, namespace: str) -> No
         assert "sharddb.mygroup.example.com/found" in result.stdout.split(), resource
 
 
-def test_kubectl_get_prints_shards_ready_phase_cache_age(kube: Kube, namespace: str) -> None:
+def test_kubectl_get_prints_shards_ready_phase_cache_progress_age(kube: Kube, namespace: str) -> None:
     assert kube.create(sharddb("listed", namespace)).status_code == 201
     result = kube.kubectl("get", "sharddb", "-n", namespace)
     assert result.returncode == 0, result.stderr
     header = result.stdout.splitlines()[0].split()
-    assert header == ["NAME", "SHARDS", "READY", "PHASE", "CACHE", "AGE"]
+    assert header == ["NAME", "SHARDS", "READY", "PHASE", "CACHE", "PROGRESS", "AGE"]
+
+
+def test_kubectl_get_wide_adds_updated_shards(kube: Kube, namespace: str) -> None:
+    assert kube.create(sharddb("wide", namespace)).status_code == 201
+    result = kube.kubectl("get", "sharddb", "-n", namespace, "-o", "wide")
+    assert result.returncode == 0, result.stderr
+    assert "UPDATED" in result.stdout.splitlines()[0].split()
 
 
 def test_kubectl_get_shows_an_available_sharddb_as_ready(kube: Kube, namespace: str) -> None:
@@ -77,7 +84,7 @@ def test_kubectl_get_shows_an_available_sharddb_as_ready(kube: Kube, namespace: 
     loop.until("Available")
     result = kube.kubectl("get", "sharddb", "demo", "-n", namespace, "--no-headers")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[:5] == ["demo", "3", "True", "Available", "true"]
+    assert result.stdout.split()[:6] == ["demo", "3", "True", "Available", "true", "Complete"]
 
 
 def test_schema_documents_every_field_for_kubectl_explain(kube: Kube) -> None:

@@ -63,6 +63,14 @@ def test_bring_up_updates_only_to_remember_the_seed(loop: Loop) -> None:
     assert _fields(loop.updates[0]) == [f".metadata.annotations.{SEEDED_SHARDS_ANNOTATION}"]
 
 
+def test_stored_templates_read_as_rolled_out(loop: Loop) -> None:
+    """What the API server stored contains every field the hooks render: no rollout is left to report."""
+    loop.create(SPEC)
+    _walk_to(loop, "Available")
+    progressing = next(c for c in loop.answers[-1]["status"]["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "Complete")
+
+
 def test_scale_up_updates_the_statefulset_once_then_nothing(loop: Loop) -> None:
     loop.create(SPEC)
     _walk_to(loop, "Available")

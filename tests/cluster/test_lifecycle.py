@@ -68,17 +68,29 @@ def test_available_sharddb_has_every_child_stored(loop: Loop) -> None:
     assert loop.parent_stored["status"]["phase"] == "Available"
 
 
-def test_image_bump_updates_statefulset_and_cache_in_place(loop: Loop) -> None:
+def _image(loop: Loop, kind: str, name: str) -> str:
+    image: str = loop.kube.get(kind, name, loop.namespace)["spec"]["template"]["spec"]["containers"][0]["image"]
+    return image
+
+
+def test_image_bump_rolls_the_shards_in_place_then_the_cache(loop: Loop) -> None:
     loop.until("Available")
     before = loop.kube.get("StatefulSet", "demo-db", loop.namespace)
     loop.edit({"dbImage": "postgres:16.4", "cache": {"image": "redis:7.4"}})
-    loop.round()
+    answer = loop.round()
     sts = loop.kube.get("StatefulSet", "demo-db", loop.namespace)
-    cache = loop.kube.get("Deployment", "demo-cache", loop.namespace)
-    assert sts["spec"]["template"]["spec"]["containers"][0]["image"] == "postgres:16.4"
-    assert cache["spec"]["template"]["spec"]["containers"][0]["image"] == "redis:7.4"
+    assert _image(loop, "StatefulSet", "demo-db") == "postgres:16.4"
+    assert _image(loop, "Deployment", "demo-cache") == "redis:7", "the cache moved before the shards rolled"
     assert sts["metadata"]["uid"] == before["metadata"]["uid"]  # updated, not replaced
     assert sts["metadata"]["generation"] > before["metadata"]["generation"]
+    progressing = next(c for c in answer["status"]["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("True", "RollingUpdate")
+
+    loop.world.run_statefulset()  # every shard updated and ready: now the cache
+    loop.round()
+    assert _image(loop, "Deployment", "demo-cache") == "redis:7.4"
+    loop.settle()
+    assert loop.until("Available")["status"]["updatedShards"] == 3
 
 
 def test_scale_up_grows_statefulset_in_place_and_seeds_the_new_count(loop: Loop) -> None:
