@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from . import names, pods
+from .applied import contains
 from .lifecycle import Decision
 from .snapshot import Snapshot
 from .spec import ShardDBSpec
@@ -43,7 +44,8 @@ def frozen(observed: list[Obj]) -> list[Obj]:
     """Every observed child answered as it is, so Metacontroller neither deletes nor updates any.
 
     The object last asked for (its last-applied record) is exactly what makes the merge a
-    no-op; a child without one is answered as stored, minus what the server owns.
+    no-op, as long as the stored child still carries it; a child edited since, or without a
+    record, is answered as stored (minus what the server owns), so an edit is kept too.
     """
     out = []
     for child in observed:
@@ -53,7 +55,7 @@ def frozen(observed: list[Obj]) -> list[Obj]:
             last = json.loads(recorded) if recorded else None
         except ValueError:
             last = None
-        if isinstance(last, dict) and last.get("kind") == child.get("kind"):
+        if isinstance(last, dict) and last.get("kind") == child.get("kind") and contains(child, last):
             out.append(last)
             continue
         kept = {key: value for key, value in child.items() if key != "status"}

@@ -7,7 +7,7 @@ from typing import Any
 
 from hooks import pods
 from hooks.lifecycle import Decision, Phase, decide
-from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView
+from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, StuckPod
 from hooks.spec import ShardDBSpec
 
 
@@ -334,3 +334,164 @@ def test_finalize_reports_not_available() -> None:
     decision = decide(available(finalizing=True))
     assert condition(decision, "Available") == (False, "Deleting")
     assert condition(decision, "Progressing") == (True, "DrainingCache")
+
+
+# --- rollouts -----------------------------------------------------------------
+
+
+def rolling(updated: int = 1, ready: int = 2, replicas: int = 3) -> StatefulSetView:
+    """A StatefulSet part way through a rolling update: one shard restarting."""
+    base = sts(replicas=replicas, ready=ready, seeded=3)
+    return replace(base, rollout=replace(base.rollout, updated=updated, update_revision="r2"))
+
+
+def stuck_pod(name: str = "demo-db-2", component: str = "db", reason: str = "CrashLoopBackOff") -> StuckPod:
+    return StuckPod(name, component, reason, "back-off 5m0s restarting failed container")
+
+
+def test_shard_rollout_is_progress_not_damage() -> None:
+    decision = decide(available(statefulset=rolling(), registered=frozenset({0, 1})))
+    assert condition(decision, "Progressing") == (True, "RollingUpdate")
+    assert condition(decision, "Degraded") == (False, "AsExpected")
+
+
+def test_shard_rollout_keeps_the_sharddb_available_with_one_shard_restarting() -> None:
+    decision = decide(available(statefulset=rolling(), registered=frozenset({0, 1})))
+    assert decision.phase == Phase.AVAILABLE
+    assert condition(decision, "Available") == (True, "Ready")
+
+
+def test_shard_rollout_reports_how_many_shards_are_updated() -> None:
+    decision = decide(available(statefulset=rolling(updated=2)))
+    progressing = next(c for c in decision.conditions if c.type == "Progressing")
+    assert progressing.message.startswith("2/3 shards updated")
+    assert decision.updated_shards == 2
+    assert decision.update_revision == "r2"
+
+
+def test_two_shards_down_during_a_rollout_is_damage() -> None:
+    decision = decide(available(statefulset=rolling(ready=1), registered=frozenset({0})))
+    assert condition(decision, "Available")[0] is False
+    assert condition(decision, "Degraded") == (True, "ShardsUnavailable")
+
+
+def test_crash_looping_shard_during_a_rollout_is_damage() -> None:
+    decision = decide(available(statefulset=rolling(), registered=frozenset({0, 1}), stuck_pods=(stuck_pod(),)))
+    assert condition(decision, "Available")[0] is False
+    status, reason = condition(decision, "Degraded")
+    assert (status, reason) == (True, "ShardsUnavailable")
+    assert "demo-db-2: CrashLoopBackOff" in next(c for c in decision.conditions if c.type == "Degraded").message
+
+
+def test_pod_that_cannot_pull_its_image_degrades_with_its_reason() -> None:
+    decision = decide(snapshot(statefulset=sts(ready=2), stuck_pods=(stuck_pod(reason="ImagePullBackOff"),)))
+    assert condition(decision, "Degraded") == (True, "PodsNotStarting")
+
+
+def test_changed_db_image_starts_a_rollout_at_once() -> None:
+    decision = decide(replace(available(), spec=spec(dbImage="postgres:17")))
+    assert condition(decision, "Progressing") == (True, "RollingUpdate")
+    assert condition(decision, "Available") == (True, "Ready")
+
+
+def test_cache_waits_while_the_shards_roll() -> None:
+    changed = spec(dbImage="postgres:17", cache={"image": "redis:8", "replicas": 2})
+    observed = available()
+    decision = decide(replace(observed, spec=changed))
+    assert decision.cache_held
+    progressing = next(c for c in decision.conditions if c.type == "Progressing")
+    assert "the cache rolls after them" in progressing.message
+
+
+def test_cache_rolls_once_every_shard_is_updated_ready_and_registered() -> None:
+    changed = spec(cache={"image": "redis:8", "replicas": 2})
+    observed = available()
+    sts_view = (
+        replace(observed.statefulset, template=pods.db_template("demo", changed)) if observed.statefulset else None
+    )
+    decision = decide(replace(observed, spec=changed, statefulset=sts_view))
+    assert not decision.cache_held
+    assert condition(decision, "Progressing") == (True, "RollingUpdate")
+
+
+def test_cache_only_change_is_not_held_by_a_shard_that_is_fine() -> None:
+    decision = decide(replace(available(), spec=spec(cache={"image": "redis:8", "replicas": 2})))
+    assert not decision.cache_held
+
+
+def test_cache_rollout_in_progress_is_reported() -> None:
+    observed = available(cache=replace(cache(), rollout=Rollout(generation=2, observed_generation=2, updated=1)))
+    decision = decide(observed)
+    assert condition(decision, "Progressing") == (True, "RollingUpdate")
+    assert decision.cache_updated_replicas == 1
+
+
+# --- pause ----------------------------------------------------------------------
+
+
+def test_paused_sharddb_freezes_its_children() -> None:
+    decision = decide(available(spec=spec(paused=True, shards=5)))
+    assert decision.paused
+    assert condition(decision, "Progressing") == (False, "Paused")
+
+
+def test_paused_sharddb_still_reports_availability() -> None:
+    decision = decide(available(spec=spec(paused=True)))
+    assert condition(decision, "Available") == (True, "Ready")
+
+
+def test_paused_sharddb_still_tears_down_on_delete() -> None:
+    decision = decide(available(spec=spec(paused=True), finalizing=True))
+    assert not decision.paused
+    assert decision.phase == Phase.DRAINING_CACHE
+    assert decision.cache_replicas == 0
+
+
+# --- hibernation ----------------------------------------------------------------
+
+
+def test_hibernation_scales_the_cache_down_first_and_keeps_the_shards() -> None:
+    decision = decide(available(spec=spec(hibernated=True), budgets=frozenset({"db", "cache"})))
+    assert decision.phase == Phase.HIBERNATING
+    assert decision.cache_replicas == 0
+    assert decision.shards == 3
+    assert decision.budgets == frozenset()
+    assert not decision.cache_service
+
+
+def test_hibernation_lets_a_drained_cache_go() -> None:
+    drained = cache(replicas=0, ready=0, status_replicas=0)
+    decision = decide(available(spec=spec(hibernated=True), cache=drained, cache_pods=0))
+    assert decision.cache_replicas is None
+    assert decision.shards == 3
+
+
+def test_hibernation_stops_the_shards_once_the_cache_is_gone() -> None:
+    decision = decide(available(spec=spec(hibernated=True), cache=None, cache_pods=0))
+    assert decision.shards == 0
+    assert decision.phase == Phase.HIBERNATING
+
+
+def test_hibernated_when_no_pod_remains_and_seed_memory_is_kept() -> None:
+    asleep = sts(replicas=0, ready=0, seeded=3)
+    decision = decide(available(spec=spec(hibernated=True), cache=None, cache_pods=0, shard_pods=0, statefulset=asleep))
+    assert decision.phase == Phase.HIBERNATED
+    assert decision.seeded_shards == 3
+    assert decision.seed_jobs == (3,)
+    assert condition(decision, "Progressing") == (False, "Hibernated")
+
+
+def test_hibernation_waits_for_a_running_seed() -> None:
+    running = (SeedJobView(3, succeeded=False, failed=False),)
+    decision = decide(snapshot(spec=spec(hibernated=True), statefulset=sts(), seed_jobs=running, shard_pods=3))
+    assert decision.shards == 3
+    assert decision.seed_jobs == (3,)
+
+
+def test_waking_brings_shards_back_without_a_new_seed() -> None:
+    asleep = sts(replicas=0, ready=0, seeded=3)
+    decision = decide(snapshot(statefulset=asleep, seed_jobs=(SeedJobView(3, succeeded=True, failed=False),)))
+    assert decision.shards == 3
+    assert decision.seed_jobs == (3,)
+    assert decision.cache_replicas is None
+    assert decision.phase == Phase.PROVISIONING

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hooks import kinds
+from tests.metacontroller import LAST_APPLIED, serialize
 
 Obj = dict[str, Any]
 
@@ -148,6 +149,7 @@ class World:
     def _create(self, desired: Obj) -> Obj:
         obj = copy.deepcopy(desired)
         meta = obj["metadata"]
+        meta.setdefault("annotations", {})[LAST_APPLIED] = serialize(desired)
         meta.update(
             namespace=self.namespace,
             uid=_uid(obj["kind"], self.namespace, meta["name"]),
@@ -207,6 +209,7 @@ class World:
 
         before = copy.deepcopy(current.get("spec"))
         merge(current, {k: v for k, v in desired.items() if k != "status"})
+        current["metadata"].setdefault("annotations", {})[LAST_APPLIED] = serialize(desired)
         if current.get("spec") != before:
             current["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
         current["metadata"]["resourceVersion"] = self._next_rv()
@@ -421,7 +424,7 @@ class World:
         }
 
     def run_cache(self, ready: int | None = None, updated: int | None = None) -> None:
-        """Cache pods follow the Deployment's replicas; ``ready`` of them are ready, ``updated`` on the latest template."""
+        """Cache pods follow the Deployment's replicas: ``ready`` of them ready, ``updated`` on the latest template."""
         deployment = self.cache()
         if deployment is None:
             return

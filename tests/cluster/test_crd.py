@@ -52,6 +52,8 @@ def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> No
         "cache": {"image": "redis:7", "replicas": 1, "flushGracePeriodSeconds": 30},
         "storage": {"size": "1Gi"},
         "drainGracePeriodSeconds": 60,
+        "paused": False,
+        "hibernated": False,
     }
 
 
