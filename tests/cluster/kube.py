@@ -25,6 +25,8 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "Deployment": ("/apis/apps/v1", "deployments"),
     "Job": ("/apis/batch/v1", "jobs"),
+    "PodTemplate": ("/api/v1", "podtemplates"),
+    "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers"),
     "ShardDB": ("/apis/mygroup.example.com/v1alpha1", "sharddbs"),
 }
 CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition"})
