@@ -24,9 +24,9 @@ kube-apiserver:
 Some refusals go beyond the server's syntax, so that a hook never passes on what the
 server would mangle or choke on: magnitudes above 2**63-1, the largest quantity
 Kubernetes documents (the server stores ``1000E`` as ``1``), exponents beyond
-``MAX_EXPONENT`` and text longer than ``MAX_LENGTH``. Surrounding whitespace is refused
+``MAX_EXPONENT`` and text longer than ``MAX_LENGTH``. Surrounding white space is refused
 as ``ParseQuantity`` and CEL's ``isQuantity`` refuse it, although the JSON decoder of
-built-in kinds trims it.
+built-in kinds trims spaces.
 """
 
 from __future__ import annotations

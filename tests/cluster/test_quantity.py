@@ -23,6 +23,7 @@ import pytest
 from hooks.quantity import MAX_MAGNITUDE, QuantityError, canonical, parse
 
 from .kube import Kube, error_message
+from .samples import SPEC, sharddb
 
 pytestmark = pytest.mark.cluster
 
@@ -40,6 +41,7 @@ EDGE_CASES: list[Spelling] = [
     *_words("2048Ki 1536Mi 1e3 1E3"),
     # every suffix
     *_words("1n 1u 1m 1k 1M 1G 1T 1P 1E 1Ki 1Mi 1Gi 1Ti 1Pi 1Ei 7n 7u 7m 7k 7M 7G 7T 7P 7E 7Ki 7Mi 7Gi 7Ti 7Pi 7Ei"),
+    *_words("1500k 1500000 1000k 0.001k 1024Ki 1048576Ki 2048Mi 1024Ti 1024Pi 008Ki"),
     # the e form: signs, case, zero, exponents that are multiples of three or not
     *_words("1e0 1e1 1e2 1e+3 1E-3 1e-2 1e-9 12e-1 10e3 1000e0 1.5e3 1.5e-2 2E4 1e18"),
     # signs, leading and trailing zeros, dots
@@ -49,7 +51,7 @@ EDGE_CASES: list[Spelling] = [
     *_words("- + . k m Mi Ti e3 +. -.k"),
     # rounding up: to milli in a resource list, to nano everywhere
     *_words("0.1n 1.5n 0.0001 0.0005 0.0015 1.0001 123456789n 1000u 1u 1.000001 1e-10 1.5e-10 1e-30"),
-    *_words("0.000000000000000000001 1.e-20 0.0000000015Ki"),
+    *_words("0.000000000000000000001 0.0000000001 1.e-20 0.0000000015Ki"),
     # long digit strings: past the quick int64 reading
     *_words("123456789012345678 1234567890123456789 +123456789012345678 +1234567890123456789"),
     *_words("0000000000000000000000001 1234567890123456k 1234567890.123456789 99999999999Ki 999999999999Ki"),
@@ -68,20 +70,32 @@ EDGE_CASES: list[Spelling] = [
 ]
 
 # Spellings that are not quantities to the server, as syntax.
-NOT_QUANTITIES: list[str] = [
-    *["", "1 Gi"],
+NOT_QUANTITIES: list[Spelling] = [
+    *["", "1 Gi", "\t1Gi", "1Gi\n"],
     *_words("one 1Kb 1kb 1K 1KI 1mi 1gb 1,5 1.5.5 1..5 --1 +-1 1+ 1e 1e+ 1e1.5 1ee3 1Ki3 1k2 1e3Ki 0x10 1_000"),
-    *_words("Ei .Pi e-20 -.e-20"),
+    *_words("Ei Pi .Pi e-20 -.e-20 \uff11 1\u0663"),
 ]
 
 # Spellings the server accepts but canonical refuses on purpose, with what the server stores.
-REFUSED_ON_PURPOSE: list[tuple[str, str]] = [
-    ("1000E", "1"),  # above 2**63-1, and the exponent is lost
-    ("10000000000000000000000000000000000000000", "10"),  # the same
-    ("12345678901234567890", "12345678901234567890"),  # above 2**63-1, kept
-    ("8Ei", "9223372036854775807"),  # above 2**63-1, capped
-    ("1e1001", "100e999"),  # beyond MAX_EXPONENT
-    (" 1Gi", "1Gi"),  # the JSON decoder trims whitespace; ParseQuantity and CEL's isQuantity do not
+REFUSED_ON_PURPOSE: list[tuple[Spelling, str]] = [
+    # above 2**63-1: the exponent is lost, or the value kept, or capped
+    ("1000E", "1"),
+    ("10000000000000000000000000000000000000000", "10"),
+    ("12345678901234567890", "12345678901234567890"),
+    ("9223372036854775808", "9223372036854775808"),
+    (MAX_MAGNITUDE + 1, "9223372036854775808"),
+    ("1e19", "10e18"),
+    ("10E", "10E"),
+    ("8Ei", "9223372036854775807"),
+    # beyond MAX_EXPONENT
+    ("1e1001", "100e999"),
+    # the JSON decoder trims white space that JSON lets through unescaped (not a tab or a
+    # newline, which reach it as escapes); ParseQuantity and CEL's isQuantity trim nothing
+    (" 1Gi", "1Gi"),
+    (" 1", "1"),
+    ("1 ", "1"),
+    ("  500m  ", "500m"),
+    ("\u00a01", "1"),
 ]
 
 _DECIMAL = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E"]
@@ -259,7 +273,17 @@ def test_canonical_refuses_on_purpose_what_the_server_mangles_or_barely_accepts(
     assert [s for s in spellings if _accepted(s)] == []
 
 
-def _accepted(spelling: str) -> bool:
+@pytest.mark.parametrize("size", [" 1Gi", "1Gi ", "\u00a01Gi"])
+def test_the_sharddb_crd_refuses_white_space_around_a_storage_size_as_canonical_does(
+    kube: Kube, namespace: str, size: str
+) -> None:
+    response = kube.create(sharddb("spaced", namespace, {**SPEC, "storage": {"size": size}}))
+    assert response.status_code == 422, error_message(response)
+    assert "spec.storage.size must be a positive Kubernetes quantity" in error_message(response)
+    assert not _accepted(size)
+
+
+def _accepted(spelling: Spelling) -> bool:
     try:
         canonical(spelling)
     except QuantityError:
@@ -267,9 +291,9 @@ def _accepted(spelling: str) -> bool:
     return True
 
 
-def _stored_one_by_one(kube: Kube, namespace: str, spellings: list[str]) -> dict[str, str | None]:
+def _stored_one_by_one(kube: Kube, namespace: str, spellings: list[Spelling]) -> dict[Spelling, str | None]:
     """One PodTemplate per spelling, as a memory request: what was stored, or None if refused as syntax."""
-    stored: dict[str, str | None] = {}
+    stored: dict[Spelling, str | None] = {}
     for index, spelling in enumerate(spellings):
         name = f"one-{index}"
         container = {"name": "c", "image": "example.invalid/q", "resources": {"requests": {"memory": spelling}}}
