@@ -23,6 +23,8 @@ Obj = dict[str, Any]
 RESOURCES: dict[str, tuple[str, str]] = {
     "Namespace": ("/api/v1", "namespaces"),
     "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
+    "PodTemplate": ("/api/v1", "podtemplates"),
+    "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers"),
     "ShardDB": ("/apis/mygroup.example.com/v1alpha1", "sharddbs"),
     **{kind.kind: (kind.api_prefix, kind.plural) for kind in (*kinds.CHILDREN, *kinds.RELATED)},
 }
