@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from . import names, pods
+from . import names, pods, quantity
 from .applied import contains
 from .snapshot import Snapshot
 
@@ -96,7 +96,16 @@ def _storage(snap: Snapshot) -> tuple[str, str | None]:
     sts = snap.statefulset
     if sts is not None and sts.storage_size is not None:
         return sts.storage_size, sts.storage_class
-    return snap.spec.storage.size, snap.spec.storage.storage_class_name
+    return quantity.canonical(snap.spec.storage.size), snap.spec.storage.storage_class_name
+
+
+def _same_storage(size: str, storage_class: str | None, asked: str, asked_class: str | None) -> bool:
+    """Compared by value: ``1024Mi`` asks for exactly the ``1Gi`` the server stored."""
+    try:
+        same_size = quantity.parse(size) == quantity.parse(asked)
+    except quantity.QuantityError:
+        same_size = size == asked
+    return same_size and storage_class == asked_class
 
 
 PARALLEL = "Parallel"
@@ -305,7 +314,7 @@ def _problems(
                 f"shards never shrink (their data would be lost), keeping {shards}",
             )
         )
-    if (size, storage_class) != (spec.storage.size, spec.storage.storage_class_name):
+    if not _same_storage(size, storage_class, spec.storage.size, spec.storage.storage_class_name):
         problems.append(
             (
                 "StorageImmutable",

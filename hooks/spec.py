@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from . import quantity
+
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
 
 
@@ -54,6 +56,13 @@ class Storage(_Spec):
 
     size: NonEmpty = DEFAULT_STORAGE_SIZE
     storage_class_name: NonEmpty | None = Field(default=None, alias="storageClassName")
+
+    @field_validator("size")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        """The claim template needs it in the server's spelling; text that is no quantity is a 4xx."""
+        quantity.canonical(value)
+        return value
 
 
 class Cache(_Spec):

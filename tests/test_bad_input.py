@@ -80,6 +80,8 @@ CASES: dict[str, tuple[bytes, int, str]] = {
         "parent.spec.cache.replicas",
     ),
     "empty seed command": (mutate(spec_field("seedCommand", [])), 422, "parent.spec.seedCommand"),
+    "storage size no quantity": (mutate(spec_field("storage", {"size": "lots"})), 422, "parent.spec.storage.size"),
+    "paused not a boolean": (mutate(spec_field("paused", "yes")), 422, "parent.spec.paused"),
     "child replicas wrong type": (
         mutate(lambda r: first_sts(r)["spec"].__setitem__("replicas", "three")),
         422,
