@@ -211,10 +211,50 @@ class _AnyChildren(_Lean, frozen=True):
 _ANY_CHILDREN = msgspec.json.Decoder(_AnyChildren)
 
 
+# Kubernetes objects nest about twenty levels deep; anything far deeper is not one.
+MAX_CHILD_DEPTH = 64
+
+
 def observed_children(body: bytes) -> list[dict[str, Any]]:
-    """Every observed child, whole, in a stable order: what a paused ShardDB answers with."""
+    """Every observed child of our kinds, whole, in a stable order: what a paused ShardDB answers with.
+
+    They go back out verbatim, so each must look like the object it claims to be.
+    """
     groups = _ANY_CHILDREN.decode(body).children or {}
-    return [child for group in sorted(groups) for _, child in sorted(groups[group].items())]
+    out = []
+    for group in sorted(groups):
+        kind = kinds.BY_GROUP_KEY.get(group)
+        if kind is None or kind not in kinds.CHILDREN:
+            continue
+        for key, child in sorted(groups[group].items()):
+            where = f"children.{group}.{key}"
+            metadata = child.get("metadata")
+            if child.get("kind") not in (None, kind.kind) or not isinstance(metadata, dict):
+                raise HookError(422, f"{where}: not a {kind.kind} with metadata")
+            if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+                raise HookError(422, f"{where}.metadata.name: Field required")
+            problem = _unfit(child)
+            if problem:
+                raise HookError(422, f"{where}: {problem}")
+            out.append({"apiVersion": kind.api_version, "kind": kind.kind, **child})
+    return out
+
+
+def _unfit(value: Any) -> str:
+    """Why ``value`` could not go back out as JSON a Kubernetes client reads, or ''.
+
+    Walked without recursion, so no input can exhaust the stack.
+    """
+    stack = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > MAX_CHILD_DEPTH:
+            return f"nested deeper than {MAX_CHILD_DEPTH} levels"
+        if isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**63:
+            return "an integer beyond 64 bits"
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, level + 1) for child in children)
+    return ""
 
 
 def condition(raw: object) -> Condition | None:

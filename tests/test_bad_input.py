@@ -44,6 +44,23 @@ def first_sts(r: Obj) -> Obj:
     return next(iter(r["children"]["StatefulSet.apps/v1"].values()))
 
 
+def nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = {"next": value}
+    return value
+
+
+def paused_with(change: Callable[[Obj], Any]) -> Callable[[Obj], Any]:
+    """A paused ShardDB, whose observed StatefulSet goes back out as it is, changed by ``change``."""
+
+    def apply(request: Obj) -> None:
+        request["parent"]["spec"]["paused"] = True
+        change(first_sts(request))
+
+    return apply
+
+
 CASES: dict[str, tuple[bytes, int, str]] = {
     "not JSON": (b"{parent: nope", 400, "not valid JSON"),
     "empty body": (b"", 400, "not valid JSON"),
@@ -111,6 +128,29 @@ CASES: dict[str, tuple[bytes, int, str]] = {
 def test_bad_request_is_refused_with_a_message_naming_the_problem(client: httpx.Client, hook: str, name: str) -> None:
     body, status, needle = CASES[name]
     response = client.post(hook, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == status, response.text
+    assert needle in response.json()["detail"]
+
+
+# A paused sync answers with the observed children themselves, so they must be fit to go back out.
+PAUSED_CASES: dict[str, tuple[bytes, int, str]] = {
+    "paused, echoing a child nested too deeply": (
+        mutate(paused_with(lambda sts: sts["spec"].__setitem__("extra", nested(100)))),
+        422,
+        "nested deeper than 64 levels",
+    ),
+    "paused, echoing a child with an integer beyond 64 bits": (
+        mutate(paused_with(lambda sts: sts["spec"].__setitem__("extra", 10**30))),
+        422,
+        "an integer beyond 64 bits",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PAUSED_CASES))
+def test_paused_sync_refuses_children_it_could_not_echo(client: httpx.Client, name: str) -> None:
+    body, status, needle = PAUSED_CASES[name]
+    response = client.post("/sync", content=body, headers={"content-type": "application/json"})
     assert response.status_code == status, response.text
     assert needle in response.json()["detail"]
 

@@ -58,12 +58,13 @@ def test_every_generated_world_obeys_the_design_rules(world: Observed) -> None:
     body = run(world.request, world.finalize)
     finalized = body.get("finalized", False)
     sts = one(body, "StatefulSet")
+    assert len({svc["metadata"]["name"] for svc in desired(body, "Service")}) == len(desired(body, "Service"))
     cache = one(body, "Deployment")
 
     # StatefulSet and Service are always returned until finalized.
     if not finalized:
         assert sts is not None
-        assert one(body, "Service") is not None
+        assert any(svc["metadata"]["name"] == f"{truth.name}-db" for svc in desired(body, "Service"))
     replicas = sts["spec"]["replicas"] if sts else 0
 
     # A seed Job that is observed is never dropped (it is the memory of a finished seed).
