@@ -22,6 +22,10 @@ from .errors import HookError
 
 T = TypeVar("T")
 
+# Kubernetes counts are int32 or int64; a larger number is no Kubernetes object (and could not be answered).
+Int64 = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
+Int32 = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]
+
 
 class _Lean(Struct, frozen=True, rename="camel"):
     pass
@@ -30,7 +34,7 @@ class _Lean(Struct, frozen=True, rename="camel"):
 class ObjectMeta(_Lean, frozen=True):
     name: Annotated[str, Meta(min_length=1)]
     namespace: str = ""
-    generation: int = 0
+    generation: Int64 = 0
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     deletion_timestamp: str | None = None
@@ -45,7 +49,7 @@ class Condition(_Lean, frozen=True):
 
 
 class StatefulSetSpec(_Lean, frozen=True):
-    replicas: int | None = None
+    replicas: Int32 | None = None
     # Immutable once stored, so the hooks hand them back exactly as observed.
     pod_management_policy: str | None = None
     volume_claim_templates: list[dict[str, Any]] = []
@@ -53,10 +57,10 @@ class StatefulSetSpec(_Lean, frozen=True):
 
 
 class StatefulSetStatus(_Lean, frozen=True):
-    replicas: int = 0
-    ready_replicas: int = 0
-    updated_replicas: int = 0
-    observed_generation: int = 0
+    replicas: Int32 = 0
+    ready_replicas: Int32 = 0
+    updated_replicas: Int32 = 0
+    observed_generation: Int64 = 0
     current_revision: str = ""
     update_revision: str = ""
 
@@ -69,15 +73,15 @@ class StatefulSet(_Lean, frozen=True):
 
 
 class DeploymentSpec(_Lean, frozen=True):
-    replicas: int | None = None
+    replicas: Int32 | None = None
     template: dict[str, Any] = {}
 
 
 class DeploymentStatus(_Lean, frozen=True):
-    replicas: int = 0
-    ready_replicas: int = 0
-    updated_replicas: int = 0
-    observed_generation: int = 0
+    replicas: Int32 = 0
+    ready_replicas: Int32 = 0
+    updated_replicas: Int32 = 0
+    observed_generation: Int64 = 0
     conditions: list[Condition] = []
 
 
@@ -89,9 +93,9 @@ class Deployment(_Lean, frozen=True):
 
 
 class JobStatus(_Lean, frozen=True):
-    active: int = 0
-    succeeded: int = 0
-    failed: int = 0
+    active: Int32 = 0
+    succeeded: Int32 = 0
+    failed: Int32 = 0
     conditions: list[Condition] = []
 
 
@@ -197,7 +201,29 @@ _CUSTOMIZE = msgspec.json.Decoder(CustomizeRequest)
 
 def decode_sync(body: bytes) -> SyncRequest:
     """The request, or a ``HookError`` naming what is wrong with it."""
-    return _decode(_SYNC, body)
+    request = _decode(_SYNC, body)
+    _check_passthrough(request)
+    return request
+
+
+def _check_passthrough(request: SyncRequest) -> None:
+    """Parts of observed children the answer may carry back verbatim must be fit to go back out."""
+    children = request.children
+    if children is None:
+        return
+    parts: list[tuple[str, Any]] = []
+    for key, sts in (children.statefulsets or {}).items():
+        where = f"children.{kinds.STATEFULSET.group_key}.{key}.spec"
+        parts += [
+            (f"{where}.volumeClaimTemplates", sts.spec.volume_claim_templates),
+            (f"{where}.template", sts.spec.template),
+        ]
+    for key, deployment in (children.deployments or {}).items():
+        parts.append((f"children.{kinds.DEPLOYMENT.group_key}.{key}.spec.template", deployment.spec.template))
+    for where, value in parts:
+        problem = unfit(value)
+        if problem:
+            raise HookError(422, f"{where}: {problem}")
 
 
 def decode_customize(body: bytes) -> CustomizeRequest:
@@ -233,14 +259,14 @@ def observed_children(body: bytes) -> list[dict[str, Any]]:
                 raise HookError(422, f"{where}: not a {kind.kind} with metadata")
             if not isinstance(metadata.get("name"), str) or not metadata["name"]:
                 raise HookError(422, f"{where}.metadata.name: Field required")
-            problem = _unfit(child)
+            problem = unfit(child)
             if problem:
                 raise HookError(422, f"{where}: {problem}")
             out.append({"apiVersion": kind.api_version, "kind": kind.kind, **child})
     return out
 
 
-def _unfit(value: Any) -> str:
+def unfit(value: Any) -> str:
     """Why ``value`` could not go back out as JSON a Kubernetes client reads, or ''.
 
     Walked without recursion, so no input can exhaust the stack.

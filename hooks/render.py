@@ -11,6 +11,7 @@ from typing import Any
 
 from . import names, pods
 from .applied import contains
+from .contract import unfit
 from .lifecycle import Decision
 from .snapshot import Snapshot
 from .spec import ShardDBSpec
@@ -53,7 +54,9 @@ def frozen(observed: list[Obj]) -> list[Obj]:
         recorded = (meta.get("annotations") or {}).get(LAST_APPLIED)
         try:
             last = json.loads(recorded) if recorded else None
-        except ValueError:
+        except (ValueError, RecursionError):
+            last = None
+        if last is not None and unfit(last):
             last = None
         if isinstance(last, dict) and last.get("kind") == child.get("kind") and contains(child, last):
             out.append(last)

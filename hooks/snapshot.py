@@ -64,11 +64,11 @@ class CacheView:
         """
         try:
             last = json.loads(self.last_applied) if self.last_applied else None
-        except ValueError:
+        except (ValueError, RecursionError):
             last = None
         spec = last.get("spec") if isinstance(last, dict) else None
         template = spec.get("template") if isinstance(spec, dict) else None
-        return template if isinstance(template, dict) else self.template
+        return template if isinstance(template, dict) and not contract.unfit(template) else self.template
 
 
 @dataclass(frozen=True)
