@@ -27,6 +27,7 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "StatefulSet": ("apps/v1", "statefulsets"),
     "Deployment": ("apps/v1", "deployments"),
     "Job": ("batch/v1", "jobs"),
+    "PodDisruptionBudget": ("policy/v1", "poddisruptionbudgets"),
     "Pod": ("v1", "pods"),
     "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices"),
 }

@@ -5,7 +5,8 @@ Metacontroller's tokens. They write real objects, with the shapes the hooks
 read: shard pods made by the StatefulSet controller (one at a time for
 OrderedReady, all at once for Parallel), cache pods for the Deployment, a pod
 per seed Job, Running and Ready (or Succeeded) after a delay as a kubelet would
-report them, the controllers' status, and the EndpointSlice of each Service.
+report them, the controllers' status, the EndpointSlice of each Service and the
+status of each PodDisruptionBudget.
 """
 
 from __future__ import annotations
@@ -513,12 +514,78 @@ class EndpointSliceController(Controller):
         return None
 
 
+class DisruptionController(Controller):
+    """PodDisruptionBudget status from the pods it selects: healthy, desired, disruptions allowed."""
+
+    name = "disruption-controller"
+
+    def keys(self, event: Event) -> list[str]:
+        if event.kind == "PodDisruptionBudget":
+            return [event.new["metadata"]["name"]]
+        if event.kind != "Pod":
+            return []
+        labels = [(obj or {}).get("metadata", {}).get("labels") for obj in (event.old, event.new)]
+        return [
+            pdb["metadata"]["name"]
+            for pdb in self.store.list("PodDisruptionBudget")
+            if any(selects(pdb["spec"].get("selector", {}).get("matchLabels"), given) for given in labels)
+        ]
+
+    async def reconcile(self, key: str) -> None:
+        pdb = self.store.get("PodDisruptionBudget", key)
+        if pdb is None:
+            return
+        spec = pdb["spec"]
+        match = spec.get("selector", {}).get("matchLabels")
+        pods = [p for p in self.store.list("Pod") if selects(match, p["metadata"].get("labels")) and not deleting(p)]
+        expected, healthy = len(pods), sum(pod_ready(pod) for pod in pods)
+        if "minAvailable" in spec:
+            desired = _count(spec["minAvailable"], expected)
+        else:
+            desired = expected - _count(spec.get("maxUnavailable", 0), expected)
+        allowed = max(healthy - max(desired, 0), 0)
+        status = {
+            "observedGeneration": pdb["metadata"].get("generation", 1),
+            "disruptionsAllowed": allowed,
+            "currentHealthy": healthy,
+            "desiredHealthy": max(desired, 0),
+            "expectedPods": expected,
+        }
+        stored = pdb.get("status") or {}
+        condition = self._condition(stored, allowed > 0, status["observedGeneration"])
+        if any(stored.get(k) != v for k, v in status.items()) or stored.get("conditions") != [condition]:
+            await self.patch_status(pdb, {**status, "conditions": [condition]})
+
+    @staticmethod
+    def _condition(stored: Obj, allowed: bool, generation: int) -> Obj:
+        """DisruptionAllowed; its transition time moves only when its status does."""
+        value = "True" if allowed else "False"
+        conditions: list[Obj] = stored.get("conditions") or []
+        previous: Obj = next((c for c in conditions if c.get("type") == "DisruptionAllowed"), {})
+        return {
+            "type": "DisruptionAllowed",
+            "status": value,
+            "reason": "SufficientPods" if allowed else "InsufficientPods",
+            "message": "",
+            "observedGeneration": generation,
+            "lastTransitionTime": previous.get("lastTransitionTime") if previous.get("status") == value else now(),
+        }
+
+
+def _count(value: int | str, total: int) -> int:
+    """An int-or-percent of ``total``, rounded up as the disruption controller does."""
+    if isinstance(value, str) and value.endswith("%"):
+        return -(-int(value[:-1]) * total // 100)
+    return int(value)
+
+
 CONTROLLERS: tuple[Callable[[Api, Store, str, Timings], Controller], ...] = (
     Kubelet,
     StatefulSetController,
     DeploymentController,
     JobController,
     EndpointSliceController,
+    DisruptionController,
 )
 
 

@@ -41,10 +41,11 @@ class Store:
         self.objects: dict[str, dict[str, Obj]] = {kind: {} for kind in kinds}
 
     def get(self, kind: str, name: str) -> Obj | None:
-        return self.objects[kind].get(name)
+        return self.objects.get(kind, {}).get(name)
 
     def list(self, kind: str) -> list[Obj]:
-        return list(self.objects[kind].values())
+        """Every cached object of ``kind``; none for a kind nobody watches."""
+        return list(self.objects.get(kind, {}).values())
 
 
 class Informers:
