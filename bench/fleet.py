@@ -28,7 +28,7 @@ from tests.cluster.apiserver import ControlPlane, ControlPlaneError, build_binar
 from .run import machine
 from .sim.api import Endpoint, Obj
 from .sim.cluster import Timings
-from .sim.harness import Harness, example_spec, install_crd
+from .sim.harness import ROOT, Harness, example_spec, install_crd
 from .sim.hookserver import Source, extract, serve, working_tree
 from .sim.metacontroller import WRITE_KINDS, LoopSettings, Tally
 
@@ -57,6 +57,7 @@ class FleetResult:
     bringup: Tally
     idle: Tally
     phases: Mapping[str, str]  # every ShardDB's phase at the end of the idle window
+    cluster_errors: Mapping[str, str]  # last error of each simulated component that failed (retried)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ async def bring_up(harness: Harness, size: int, spec: Obj, idle_seconds: float, 
     before, start = harness.snapshot(), time.monotonic()
     await asyncio.sleep(idle_seconds)
     idle = harness.tally_since(before, time.monotonic() - start)
-    return FleetResult(size, seconds, bringup, idle, {name: harness.phase(name) for name in names})
+    phases = {name: harness.phase(name) for name in names}
+    return FleetResult(size, seconds, bringup, idle, phases, harness.cluster.failures)
 
 
 async def scale_up(harness: Harness, spec: Obj, shards: tuple[int, int], timeout: float) -> ScaleResult:
@@ -115,17 +117,21 @@ async def run_fleet(
     hooks_url: str,
     namespace: str,
     size: int,
-    options: Options = Options(),
+    options: Options | None = None,
     spec: Obj | None = None,
+    source: Path = ROOT,
 ) -> FleetResult:
-    """One fleet scenario in a namespace of its own."""
-    async with Harness(endpoint, namespace, hooks_url, options.settings, options.timings) as harness:
+    """One fleet scenario in a namespace of its own; ``source`` holds the version's CompositeController."""
+    options = options or Options()
+    async with Harness(endpoint, namespace, hooks_url, options.settings, options.timings, source) as harness:
         return await bring_up(harness, size, spec or example_spec(), options.idle_seconds, options.timeout_seconds)
 
 
-async def run_scale(endpoint: Endpoint, hooks_url: str, namespace: str, options: Options) -> ScaleResult:
+async def run_scale(
+    endpoint: Endpoint, hooks_url: str, namespace: str, options: Options, source: Path = ROOT
+) -> ScaleResult:
     assert options.scale is not None
-    async with Harness(endpoint, namespace, hooks_url, options.settings, options.timings) as harness:
+    async with Harness(endpoint, namespace, hooks_url, options.settings, options.timings, source) as harness:
         return await scale_up(harness, example_spec(), options.scale, options.timeout_seconds)
 
 
@@ -133,12 +139,18 @@ async def measure(versions: list[Version], options: Options, progress: Progress)
     """Every scenario for each version in turn (baseline, then current), so drift hits both alike."""
     for size in options.sizes:
         for version in versions:
-            result = await run_fleet(version.endpoint, version.hooks_url, f"fleet-{size}", size, options)
+            result = await run_fleet(
+                version.endpoint, version.hooks_url, f"fleet-{size}", size, options, source=version.source.directory
+            )
             version.fleets[size] = result
             progress(f"{_name(version)} N={size}: {_fleet_line(result)}")
+            if result.cluster_errors:
+                progress(f"{_name(version)} simulated cluster errors (retried): {result.cluster_errors}")
     if options.scale is not None:
         for version in versions:
-            version.scale = await run_scale(version.endpoint, version.hooks_url, "scale-up", options)
+            version.scale = await run_scale(
+                version.endpoint, version.hooks_url, "scale-up", options, version.source.directory
+            )
             progress(f"{_name(version)} scale-up: Available again in {version.scale.seconds:.1f} s")
 
 

@@ -23,10 +23,11 @@ from .cluster import Cluster, Timings
 from .informers import Informers
 from .metacontroller import PARENT, CompositeController, LoopSettings, Metacontroller, Tally
 
-KINDS = ("ShardDB", "Service", "StatefulSet", "Deployment", "Job", "Pod", "EndpointSlice")
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "base" / "compositecontroller.yaml"
+COMPOSITE_CONTROLLER = Path("metacontroller", "base", "compositecontroller.yaml")
 EXAMPLE = ROOT / "examples" / "sharddb.yaml"
+# What the simulated cluster reads, plus whatever children the CompositeController lists.
+CLUSTER_KINDS = ("Service", "StatefulSet", "Deployment", "Job", "PodDisruptionBudget", "Pod", "EndpointSlice")
 
 
 def example_spec() -> Obj:
@@ -38,8 +39,9 @@ def example_spec() -> Obj:
     raise RuntimeError(f"no ShardDB in {EXAMPLE}")
 
 
-def composite_controller() -> CompositeController:
-    manifest: Obj = yaml.safe_load(COMPOSITE_CONTROLLER.read_text())
+def composite_controller(source: Path = ROOT) -> CompositeController:
+    """The CompositeController manifest of the code version in ``source``."""
+    manifest: Obj = yaml.safe_load((source / COMPOSITE_CONTROLLER).read_text())
     return CompositeController(manifest)
 
 
@@ -83,14 +85,17 @@ class Harness:
         hooks_url: str,
         settings: LoopSettings | None = None,
         timings: Timings | None = None,
+        source: Path = ROOT,
     ) -> None:
         settings, timings = settings or LoopSettings(), timings or Timings()
+        controller = composite_controller(source)
         self.namespace = namespace
         self.user = Api(endpoint)
         self._apis = [self.user, Api(endpoint), Api(endpoint), Api(endpoint)]
-        self.informers = Informers(self._apis[1], namespace, KINDS)
+        kinds = dict.fromkeys([PARENT, *(child.kind for child in controller.children), *CLUSTER_KINDS])
+        self.informers = Informers(self._apis[1], namespace, kinds)
         store = self.informers.store
-        self.metacontroller = Metacontroller(self._apis[2], store, hooks_url, composite_controller(), settings)
+        self.metacontroller = Metacontroller(self._apis[2], store, hooks_url, controller, settings)
         self.cluster = Cluster(self._apis[3], store, namespace, timings)
         self.informers.handlers += [self.metacontroller.on_event, self.cluster.on_event]
 

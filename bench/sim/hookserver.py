@@ -1,7 +1,8 @@
 """The hooks of one code version as a real ``python -m hooks`` process on loopback.
 
-A git revision is extracted with ``git archive`` (its ``hooks/`` and ``crds/``)
-and run from that directory, so the baseline runs exactly the code it names.
+A git revision is extracted with ``git archive`` (its ``hooks/``, ``crds/`` and
+``metacontroller/``) and run from that directory, so the baseline runs exactly
+the code, CRD and CompositeController it names.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = ("hooks", "crds")
+PARTS = ("hooks", "crds", "metacontroller")
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a version's ``hooks/`` and ``crds/`` are, and how to name it in a report."""
+    """Where a version's hooks, CRD and CompositeController are, and how to name it in a report."""
 
     revision: str  # short commit; ``+`` when the working tree has changes there
     origin: str  # "git archive 086dd9c", "working tree"
@@ -38,7 +39,7 @@ def git(*args: str) -> str:
 
 
 def extract(revision: str, into: Path) -> Source:
-    """``git archive REV hooks crds`` unpacked into ``into``."""
+    """``git archive REV hooks crds metacontroller`` unpacked into ``into``."""
     commit = git("rev-parse", "--short", f"{revision}^{{commit}}")
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, *PARTS], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
@@ -47,7 +48,7 @@ def extract(revision: str, into: Path) -> Source:
 
 
 def working_tree() -> Source:
-    """This checkout; a revision ending in ``+`` has uncommitted changes in ``hooks/`` or ``crds/``."""
+    """This checkout; a revision ending in ``+`` has uncommitted changes in one of ``PARTS``."""
     commit = git("rev-parse", "--short", "HEAD")
     dirty = git("status", "--porcelain", "--", *PARTS)
     return Source(revision=commit + ("+" if dirty else ""), origin="working tree", directory=ROOT)

@@ -53,6 +53,7 @@ def fleet(control_plane: ControlPlane, kube: Kube, tmp_path_factory: pytest.Temp
 def test_fleet_every_sharddb_becomes_and_stays_available(fleet: FleetResult) -> None:
     assert fleet.seconds > 0
     assert fleet.phases == {"db-000": "Available", "db-001": "Available"}
+    assert fleet.cluster_errors == {}
 
 
 def test_fleet_counts_the_children_created_and_the_status_written(fleet: FleetResult) -> None:
