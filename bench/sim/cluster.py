@@ -362,9 +362,18 @@ class DeploymentController(Controller):
 
 
 class JobController(Controller):
-    """One pod per Job; the Job completes when its pod has Succeeded."""
+    """One pod per Job; the Job completes when its pod has Succeeded.
+
+    It remembers what it wrote, as the real one tracks its own updates: a cache a
+    moment behind must not make it set ``startTime`` twice (the API server refuses that).
+    """
 
     name = "job-controller"
+
+    def __init__(self, api: Api, store: Store, namespace: str, timings: Timings) -> None:
+        super().__init__(api, store, namespace, timings)
+        self._started: dict[str, str] = {}
+        self._finished: set[str] = set()
 
     def keys(self, event: Event) -> list[str]:
         if event.kind == "Job":
@@ -374,20 +383,23 @@ class JobController(Controller):
 
     async def reconcile(self, key: str) -> None:
         job = self.store.get("Job", key)
-        if job is None or deleting(job):
+        uid = (job or {}).get("metadata", {}).get("uid", "")
+        if job is None or deleting(job) or uid in self._finished:
             return
         status = job.get("status") or {}
         if any(c.get("type") in ("Complete", "Failed") for c in status.get("conditions") or []):
             return
-        pods = self.owned_pods("Job", job["metadata"]["uid"])
+        pods = self.owned_pods("Job", uid)
         if not pods:
-            name = f"{key}-{short_hash(job['metadata']['uid'], size=5)}"
+            name = f"{key}-{short_hash(uid, size=5)}"
             await self.create_pod(job, name, job["spec"]["template"], {}, {})
-        if not status.get("startTime"):
-            await self.patch_status(job, {"startTime": now(), "active": 1, "ready": 0})
-            return
+        if uid not in self._started:
+            started = status.get("startTime") or now()
+            await self.patch_status(job, {"startTime": started, "active": 1, "ready": 0})
+            self._started[uid] = started
         if pods and pods[0].get("status", {}).get("phase") == "Succeeded":
-            await self.patch_status(job, self._complete(status["startTime"]))
+            await self.patch_status(job, self._complete(self._started[uid]))
+            self._finished.add(uid)
 
     @staticmethod
     def _complete(started: str) -> Obj:
