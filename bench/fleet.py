@@ -130,7 +130,9 @@ async def run_fleet(
 async def run_scale(
     endpoint: Endpoint, hooks_url: str, namespace: str, options: Options, source: Path = ROOT
 ) -> ScaleResult:
-    assert options.scale is not None
+    """The scale-up scenario in a namespace of its own."""
+    if options.scale is None:
+        raise ValueError("no scale-up asked for (options.scale is None)")
     async with Harness(endpoint, namespace, hooks_url, options.settings, options.timings, source) as harness:
         return await scale_up(harness, example_spec(), options.scale, options.timeout_seconds)
 

@@ -99,6 +99,8 @@ class SyncError(RuntimeError):
 
 @dataclass(frozen=True)
 class ChildResource:
+    """One row of ``childResources``: which kind, and whether it is ever updated in place."""
+
     kind: str
     group_key: str  # "Kind.apiVersion", how requests key a group
     method: str  # InPlace, OnDelete, ...
@@ -106,6 +108,8 @@ class ChildResource:
 
 @dataclass(frozen=True)
 class RelatedRule:
+    """One ``relatedResources`` rule of the customize answer, by label selector."""
+
     kind: str
     group_key: str
     match_labels: Mapping[str, str]
@@ -116,6 +120,7 @@ class RelatedRule:
 
 
 def group_key(kind: str) -> str:
+    """How a request keys a kind's group: ``StatefulSet.apps/v1``."""
     return f"{kind}.{RESOURCES[kind][0]}"
 
 
