@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8080
+FLEET ?= 1,20
+BASELINE ?= 086dd9c
 
-.PHONY: run test unit lint bench testbin venv clean
+.PHONY: run test unit lint bench bench-fleet testbin venv clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +38,10 @@ lint: venv
 
 bench: venv
 	$(BIN)/python -m bench
+
+## A fleet of ShardDBs on Metacontroller's write budget: $(BASELINE) vs the working tree (FLEET=1,20,100 for more).
+bench-fleet: venv testbin
+	$(BIN)/python -m bench.fleet --fleet $(FLEET) --baseline $(BASELINE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
