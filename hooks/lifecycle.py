@@ -243,12 +243,13 @@ def _rollout(snap: Snapshot, shards: int, ready: int, all_registered: bool) -> _
     if sts is None:
         return _Rollout(False, False, False, 0)
     db_pending = not contains(sts.template, pods.db_template(snap.name, snap.spec))
-    shards_rolling = db_pending or sts.rollout.rolling(sts.replicas)
-    shards_settled = not shards_rolling and ready >= shards and all_registered
+    # A template rollout, not a scale change: only that restarts serving shards on purpose.
+    shards_rolling = db_pending or sts.rollout.new_revision()
+    shards_settled = not shards_rolling and sts.rollout.settled(sts.replicas) and ready >= shards and all_registered
     cache_pending = cache is not None and not contains(cache.template, pods.cache_template(snap.name, snap.spec))
     cache_held = cache_pending and not shards_settled
     cache_rolling = cache is not None and (
-        (cache_pending and not cache_held) or cache.rollout.rolling(cache.replicas) or cache.ready < cache.replicas
+        (cache_pending and not cache_held) or not cache.rollout.settled(cache.replicas)
     )
     return _Rollout(shards_rolling, cache_rolling, cache_held, 0 if db_pending else sts.rollout.updated)
 

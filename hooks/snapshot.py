@@ -41,10 +41,13 @@ class Rollout:
     current_revision: str = ""
     update_revision: str = ""
 
-    def rolling(self, replicas: int) -> bool:
-        """Not yet every replica on the latest template (or the controller has not looked yet)."""
-        unseen = self.observed_generation < self.generation
-        return unseen or self.current_revision != self.update_revision or self.updated < replicas
+    def new_revision(self) -> bool:
+        """A StatefulSet is replacing pods: it becomes current only once all are updated and ready."""
+        return bool(self.current_revision and self.update_revision) and self.current_revision != self.update_revision
+
+    def settled(self, replicas: int) -> bool:
+        """The controller has seen the latest spec and every replica runs the latest template."""
+        return self.observed_generation >= self.generation and self.updated >= replicas and not self.new_revision()
 
 
 @dataclass(frozen=True)
