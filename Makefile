@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8080
 
-.PHONY: run test unit lint bench testbin venv clean
+.PHONY: run test unit lint bench crd testbin venv clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ run: venv
 testbin:
 	@bash tests/cluster/build-binaries.sh >/dev/null
 
+## Regenerate the core/v1 schemas in crds/sharddb.yaml and hooks/corev1.json from the test API server.
+crd: venv testbin
+	$(BIN)/python -m tools.crd_schema
+
 ## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, bench smoke.
 test: venv testbin lint
 	$(BIN)/python -m pytest
@@ -30,8 +34,8 @@ unit: venv
 	$(BIN)/python -m pytest -m "not cluster and not slow"
 
 lint: venv
-	$(BIN)/ruff check hooks tests bench
-	$(BIN)/ruff format --check hooks tests bench
+	$(BIN)/ruff check hooks tests bench tools
+	$(BIN)/ruff format --check hooks tests bench tools
 	$(BIN)/mypy
 
 bench: venv
