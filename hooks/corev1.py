@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError, core_schema
+from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError, PydanticUseDefault, core_schema
 
 SCHEMA_FILE = "corev1.json"
 Loc = tuple[str | int, ...]
@@ -35,11 +35,6 @@ def _document() -> dict[str, Any]:
 def crd_schema(field: str) -> dict[str, Any]:
     """The schema of ``field`` exactly as the CRD holds it."""
     return copy.deepcopy(_document()["fields"][field])
-
-
-def kubernetes_version() -> str:
-    """The Kubernetes release the schemas were generated from."""
-    return str(_document()["kubernetesVersion"])
 
 
 def _closed(node: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +67,8 @@ def _problems(error: Any) -> Iterator[InitErrorDetails]:
             ((*where, name), "unknown field", value) for name, value in error.instance.items() if name not in known
         ]
     elif error.validator == "required" and isinstance(error.instance, dict):
-        found = [((*where, name), "Field required", error.instance) for name in error.validator_value]
-        found = [problem for problem in found if problem[0][-1] not in error.instance]
+        missing = [name for name in error.validator_value if name not in error.instance]
+        found = [((*where, name), "Field required", error.instance) for name in missing]
     elif error.validator == "pattern" and error.schema.get("x-kubernetes-int-or-string"):
         found = [(where, f"{error.instance!r} is not a quantity such as 500m, 2 or 1Gi", error.instance)]
     else:
@@ -102,8 +97,8 @@ class CoreV1:
     field: str
 
     def check(self, value: Any) -> Any:
-        if value is None:  # the API server prunes a null it was given; an optional field is then unset
-            return value
+        if value is None:  # the API server prunes a null it is given: the field is unset
+            raise PydanticUseDefault()
         errors = [problem for error in _validator(self.field).iter_errors(value) for problem in _problems(error)]
         if errors:
             raise ValidationError.from_exception_data(self.field, errors)

@@ -128,10 +128,12 @@ class PodFields(_Spec):
 
     @property
     def pod_labels(self) -> dict[str, str]:
+        """``podMetadata.labels``, flat beside the other pod fields (never a selector label)."""
         return self.pod_metadata.labels
 
     @property
     def pod_annotations(self) -> dict[str, str]:
+        """``podMetadata.annotations``, flat beside the other pod fields."""
         return self.pod_metadata.annotations
 
 

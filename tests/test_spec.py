@@ -67,8 +67,9 @@ def test_a_whole_number_written_as_a_float_is_passed_on_as_an_integer() -> None:
     assert isinstance(kept["tolerationSeconds"], int)
 
 
-def test_a_null_object_value_is_unset_as_the_api_server_prunes_it() -> None:
-    assert spec(db={"affinity": None}).db.affinity is None
+def test_a_null_value_is_unset_as_the_api_server_prunes_it() -> None:
+    db = spec(db={"affinity": None, "tolerations": None, "nodeSelector": None}).db
+    assert (db.affinity, db.tolerations, db.node_selector) == (None, [], {})
 
 
 def test_every_error_in_one_value_is_named() -> None:
