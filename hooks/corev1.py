@@ -24,6 +24,8 @@ from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError, Pyd
 
 SCHEMA_FILE = "corev1.json"
 Loc = tuple[str | int, ...]
+# jsonschema quotes the bad value; a megabyte of it helps no one reading the 422 or the log.
+MAX_PROBLEM = 300
 
 
 @functools.cache
@@ -74,8 +76,9 @@ def _problems(error: Any) -> Iterator[InitErrorDetails]:
     else:
         found = [(where, error.message, error.instance)]
     for loc, problem, value in found:
+        short = problem if len(problem) <= MAX_PROBLEM else problem[: MAX_PROBLEM - 1] + "…"
         yield InitErrorDetails(
-            type=PydanticCustomError("kubernetes_schema", "{problem}", {"problem": problem}), loc=loc, input=value
+            type=PydanticCustomError("kubernetes_schema", "{problem}", {"problem": short}), loc=loc, input=value
         )
 
 

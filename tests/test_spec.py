@@ -86,3 +86,10 @@ def test_published_schema_is_the_crds_with_unknown_fields_refused() -> None:
     assert node_affinity["additionalProperties"] is False
     without = {k: v for k, v in node_affinity.items() if k != "additionalProperties"}
     assert without.keys() == corev1.crd_schema("affinity")["properties"]["nodeAffinity"].keys()
+
+
+def test_a_huge_bad_value_is_not_quoted_in_full() -> None:
+    with pytest.raises(ValidationError) as refused:
+        spec(db={"tolerations": [{"operator": "x" * 100_000}]})
+    (error,) = refused.value.errors()
+    assert len(error["msg"]) <= 300
