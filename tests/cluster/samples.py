@@ -62,6 +62,8 @@ EVERY_FIELD: Obj = {
     "seedCommand": ["sh", "-c", "echo seeded"],
     "drainCommand": ["sh", "-c", "echo drained"],
     "drainGracePeriodSeconds": 90,
+    "paused": True,
+    "hibernated": True,
 }
 
 
