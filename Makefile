@@ -6,7 +6,7 @@ PORT ?= 8080
 FLEET ?= 1,20
 BASELINE ?= 086dd9c
 
-.PHONY: run test unit lint bench bench-fleet testbin venv clean
+.PHONY: run test unit lint bench bench-fleet crd testbin venv clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ run: venv
 testbin:
 	@bash tests/cluster/build-binaries.sh >/dev/null
 
+## Regenerate the core/v1 schemas in crds/sharddb.yaml and hooks/corev1.json from the test API server.
+crd: venv testbin
+	$(BIN)/python -m tools.crd_schema
+
 ## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, bench smoke.
 test: venv testbin lint
 	$(BIN)/python -m pytest
@@ -32,8 +36,8 @@ unit: venv
 	$(BIN)/python -m pytest -m "not cluster and not slow"
 
 lint: venv
-	$(BIN)/ruff check hooks tests bench
-	$(BIN)/ruff format --check hooks tests bench
+	$(BIN)/ruff check hooks tests bench tools
+	$(BIN)/ruff format --check hooks tests bench tools
 	$(BIN)/mypy
 
 bench: venv

@@ -124,9 +124,9 @@ class Health:
 
 
 def code_fingerprint(package: Path = Path(__file__).parent) -> bytes:
-    """The hooks' own source: an upgraded image must not be answered from an old ETag."""
+    """The hooks' own source and schemas: an upgraded image must not be answered from an old ETag."""
     digest = blake3(b"sharddb-hooks\0")
-    for source in sorted(package.glob("*.py")):
+    for source in sorted([*package.glob("*.py"), *package.glob("*.json")]):
         digest.update(source.name.encode() + b"\0")
         digest.update(source.read_bytes())
     return digest.digest()

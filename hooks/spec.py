@@ -7,13 +7,26 @@ clear 4xx rather than a broken child.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic_core import PydanticCustomError
 
-from . import quantity
+from . import names, quantity
+from .corev1 import CoreV1
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
+# A DNS subdomain, as the names of ServiceAccounts and PriorityClasses are.
+DnsName = Annotated[
+    str,
+    StringConstraints(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+]
+AbsolutePath = Annotated[str, StringConstraints(pattern=r"^/")]
+Port = Annotated[int, Field(ge=1, le=65535)]
 
 
 def _integral(value: object) -> object:
@@ -29,6 +42,11 @@ MAX_CACHE_REPLICAS = 1024
 MAX_GRACE_SECONDS = 86400
 DEFAULT_DRAIN_GRACE_SECONDS = 60
 DEFAULT_FLUSH_GRACE_SECONDS = 30
+DEFAULT_DB_PORT = names.DB_PORT
+DEFAULT_CACHE_PORT = 6379
+DEFAULT_DATA_PATH = "/var/lib/postgresql/data"
+# The labels our selectors match: a pod label of the user's may never change them.
+SELECTOR_LABELS = (names.NAME_LABEL, names.INSTANCE_LABEL, names.COMPONENT_LABEL)
 
 # Defaults speak PostgreSQL (port 5432) for shards and Redis for the cache; every
 # one is overridable in the spec.
@@ -65,20 +83,87 @@ class Storage(_Spec):
         return value
 
 
-class Cache(_Spec):
+class PodMetadata(_Spec):
+    """Labels and annotations added to every pod of one kind (shards or cache)."""
+
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _keeps_our_selector(cls, labels: dict[str, str]) -> dict[str, str]:
+        """The selectors of the StatefulSet and Deployment match these; the CRD refuses them the same way."""
+        if any(label in labels for label in SELECTOR_LABELS):
+            raise PydanticCustomError(
+                "reserved_label",
+                "may not set {labels}: ShardDB selects its pods by them",
+                {"labels": ", ".join(SELECTOR_LABELS[:-1]) + " or " + SELECTOR_LABELS[-1]},
+            )
+        return labels
+
+
+class PodFields(_Spec):
+    """How a pod runs beyond its image, shared by shards and cache; core/v1 values stay plain JSON."""
+
+    port: Port
+    resources: Annotated[dict[str, Any] | None, CoreV1("resources")] = None
+    env: Annotated[list[dict[str, Any]], CoreV1("env")] = Field(default_factory=list)
+    env_from: Annotated[list[dict[str, Any]], CoreV1("envFrom")] = Field(default_factory=list, alias="envFrom")
+    pod_metadata: PodMetadata = Field(default_factory=PodMetadata, alias="podMetadata")
+    node_selector: Annotated[dict[str, str], CoreV1("nodeSelector")] = Field(default_factory=dict, alias="nodeSelector")
+    tolerations: Annotated[list[dict[str, Any]], CoreV1("tolerations")] = Field(default_factory=list)
+    affinity: Annotated[dict[str, Any] | None, CoreV1("affinity")] = None
+    topology_spread_constraints: Annotated[list[dict[str, Any]], CoreV1("topologySpreadConstraints")] = Field(
+        default_factory=list, alias="topologySpreadConstraints"
+    )
+    priority_class_name: DnsName | None = Field(default=None, alias="priorityClassName")
+    pod_security_context: Annotated[dict[str, Any] | None, CoreV1("podSecurityContext")] = Field(
+        default=None, alias="podSecurityContext"
+    )
+    security_context: Annotated[dict[str, Any] | None, CoreV1("securityContext")] = Field(
+        default=None, alias="securityContext"
+    )
+
+    _integral = field_validator("port", mode="before")(_integral)
+
+    @property
+    def pod_labels(self) -> dict[str, str]:
+        """``podMetadata.labels``, flat beside the other pod fields (never a selector label)."""
+        return self.pod_metadata.labels
+
+    @property
+    def pod_annotations(self) -> dict[str, str]:
+        """``podMetadata.annotations``, flat beside the other pod fields."""
+        return self.pod_metadata.annotations
+
+
+class DbPod(PodFields):
+    """The shard pods; their volume is mounted at ``data_path``."""
+
+    port: Port = DEFAULT_DB_PORT
+    data_path: AbsolutePath = Field(default=DEFAULT_DATA_PATH, alias="dataPath")
+
+
+class Cache(PodFields):
     image: NonEmpty
     replicas: Annotated[int, Field(ge=0, le=MAX_CACHE_REPLICAS)] = 1
     flush_command: Command | None = Field(default=None, alias="flushCommand")
     flush_grace_period_seconds: Annotated[int, Field(ge=1, le=MAX_GRACE_SECONDS)] = Field(
         default=DEFAULT_FLUSH_GRACE_SECONDS, alias="flushGracePeriodSeconds"
     )
+    port: Port = DEFAULT_CACHE_PORT
 
-    _integral = field_validator("replicas", "flush_grace_period_seconds", mode="before")(_integral)
+    _integral = field_validator("replicas", "flush_grace_period_seconds", "port", mode="before")(_integral)
 
 
 class ShardDBSpec(_Spec):
     shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)]
     db_image: NonEmpty = Field(alias="dbImage")
+    image_pull_secrets: Annotated[list[dict[str, Any]], CoreV1("imagePullSecrets")] = Field(
+        default_factory=list, alias="imagePullSecrets"
+    )
+    service_account_name: DnsName | None = Field(default=None, alias="serviceAccountName")
+    db: DbPod = DbPod()
     cache: Cache
     storage: Storage = Storage()
     seed_command: Command | None = Field(default=None, alias="seedCommand")

@@ -99,6 +99,38 @@ CASES: dict[str, tuple[bytes, int, str]] = {
     "empty seed command": (mutate(spec_field("seedCommand", [])), 422, "parent.spec.seedCommand"),
     "storage size no quantity": (mutate(spec_field("storage", {"size": "lots"})), 422, "parent.spec.storage.size"),
     "paused not a boolean": (mutate(spec_field("paused", "yes")), 422, "parent.spec.paused"),
+    "cpu limit not a quantity": (
+        mutate(spec_field("db", {"resources": {"limits": {"cpu": "lots"}}})),
+        422,
+        "parent.spec.db.resources.limits.cpu: 'lots' is not a quantity such as 500m, 2 or 1Gi",
+    ),
+    "toleration operator Maybe": (
+        mutate(spec_field("db", {"tolerations": [{"key": "dedicated", "operator": "Maybe"}]})),
+        422,
+        "parent.spec.db.tolerations.0.operator: 'Maybe' is not one of ['Equal', 'Exists']",
+    ),
+    "unknown field inside affinity": (
+        mutate(spec_field("db", {"affinity": {"nodeAffinity": {"preferred": []}}})),
+        422,
+        "parent.spec.db.affinity.nodeAffinity.preferred: unknown field",
+    ),
+    "env var without a name": (
+        mutate(lambda r: r["parent"]["spec"]["cache"].__setitem__("env", [{"value": "x"}])),
+        422,
+        "parent.spec.cache.env.0.name: Field required",
+    ),
+    "pod label that is a selector label": (
+        mutate(spec_field("db", {"podMetadata": {"labels": {"app.kubernetes.io/component": "web"}}})),
+        422,
+        "parent.spec.db.podMetadata.labels: may not set app.kubernetes.io/name, app.kubernetes.io/instance or "
+        "app.kubernetes.io/component: ShardDB selects its pods by them",
+    ),
+    "cache port out of range": (
+        mutate(lambda r: r["parent"]["spec"]["cache"].__setitem__("port", 70000)),
+        422,
+        "parent.spec.cache.port",
+    ),
+    "relative data path": (mutate(spec_field("db", {"dataPath": "data"})), 422, "parent.spec.db.dataPath"),
     "child replicas wrong type": (
         mutate(lambda r: first_sts(r)["spec"].__setitem__("replicas", "three")),
         422,

@@ -59,6 +59,13 @@ def test_etag_changes_when_the_hook_code_changes(tmp_path: Path) -> None:
     assert code_fingerprint(tmp_path) != before
 
 
+def test_etag_changes_when_the_schemas_the_hook_checks_with_change(tmp_path: Path) -> None:
+    (tmp_path / "corev1.json").write_text('{"kubernetesVersion": "1.34"}\n')
+    before = code_fingerprint(tmp_path)
+    (tmp_path / "corev1.json").write_text('{"kubernetesVersion": "1.35"}\n')
+    assert code_fingerprint(tmp_path) != before
+
+
 def test_stale_if_none_match_gets_a_full_answer(http: httpx.Client) -> None:
     response = http.post("/sync", content=request_body(), headers={"If-None-Match": '"stale"'})
     assert response.status_code == 200

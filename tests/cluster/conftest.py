@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,17 +54,27 @@ def control_plane() -> Iterator[ControlPlane]:
         plane.stop()
 
 
+def _established(client: Kube, timeout: float = 60.0) -> bool:
+    """Poll rather than ``kubectl wait``, which fails outright while the new CRD has no conditions yet."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conditions = client.get("CustomResourceDefinition", CRD_NAME).get("status", {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 @pytest.fixture(scope="session")
 def kube(control_plane: ControlPlane) -> Iterator[Kube]:
     """Admin access, with the ShardDB CRD installed from ``crds/`` and Established."""
     client = Kube(control_plane.url, control_plane.token, control_plane.ca_file, control_plane.kubeconfig)
-    for args in (
-        ("apply", "--server-side", "--field-manager=sharddb-tests", "-k", str(ROOT / "crds")),
-        ("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD_NAME}"),
-    ):
-        result = client.kubectl(*args)
-        if result.returncode != 0:
-            pytest.fail(f"cluster tier: kubectl {args[0]} of the CRD failed:\n{result.stderr}", pytrace=False)
+    result = client.kubectl("apply", "--server-side", "--field-manager=sharddb-tests", "-k", str(ROOT / "crds"))
+    if result.returncode != 0:
+        pytest.fail(f"cluster tier: kubectl apply of the CRD failed:\n{result.stderr}", pytrace=False)
+    if not _established(client):
+        status = client.get("CustomResourceDefinition", CRD_NAME).get("status")
+        pytest.fail(f"cluster tier: the CRD is not Established after 60s: {status}", pytrace=False)
     try:
         yield client
     finally:

@@ -8,12 +8,63 @@ from typing import Any
 
 import yaml
 
+from hooks.corev1 import crd_schema
+from tools.crd_schema import POD_FIELDS
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 Obj = dict[str, Any]
 
 SPEC: Obj = {"shards": 3, "dbImage": "postgres:16", "cache": {"image": "redis:7", "replicas": 2}}
+
+
+def every_field(schema: Obj) -> Any:
+    """A value setting every field ``schema`` knows: one item per list, one key per map, each enum's first value.
+
+    Schema-valid, not meant to run: it sets fields a real pod would take only one of.
+    """
+    if schema.get("x-kubernetes-int-or-string"):
+        return "1"
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema["type"]
+    if kind == "object" and "properties" in schema:
+        return {name: every_field(child) for name, child in schema["properties"].items()}
+    if kind == "object":
+        return {"example.com/key": every_field(schema["additionalProperties"])}
+    if kind == "array":
+        return [every_field(schema["items"])]
+    return {"string": "x", "integer": 1, "boolean": True}[kind]
+
+
+def _pod(**own: Any) -> Obj:
+    core = {name: every_field(crd_schema(name)) for name in POD_FIELDS}
+    metadata = {"labels": {"team": "payments"}, "annotations": {"prometheus.io/scrape": "true"}}
+    return {**own, "podMetadata": metadata, "priorityClassName": "high", **core}
+
+
+# Every field of the spec, none at its default, the core/v1 ones down to their last leaf.
+EVERY_FIELD: Obj = {
+    "shards": 5,
+    "dbImage": "postgres:17",
+    "serviceAccountName": "sharddb-demo",
+    "imagePullSecrets": every_field(crd_schema("imagePullSecrets")),
+    "db": _pod(port=5433, dataPath="/data/shard"),
+    "cache": _pod(
+        image="valkey/valkey:8",
+        replicas=3,
+        flushCommand=["valkey-cli", "SAVE"],
+        flushGracePeriodSeconds=45,
+        port=6380,
+    ),
+    "storage": {"size": "5Gi", "storageClassName": "fast"},
+    "seedCommand": ["sh", "-c", "echo seeded"],
+    "drainCommand": ["sh", "-c", "echo drained"],
+    "drainGracePeriodSeconds": 90,
+    "paused": True,
+    "hibernated": True,
+}
 
 
 def sharddb(name: str, namespace: str, spec: Obj | None = None) -> Obj:

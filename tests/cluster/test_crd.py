@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from tools import crd_schema
+
 from .conftest import CRD_NAME
 from .kube import Kube, error_message
 from .loop import Loop
-from .samples import SPEC, examples, sharddb
+from .samples import EVERY_FIELD, SPEC, examples, sharddb
 
 pytestmark = pytest.mark.cluster
 
@@ -49,12 +51,34 @@ def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> No
     assert response.json()["spec"] == {
         "shards": 2,
         "dbImage": "postgres:16",
-        "cache": {"image": "redis:7", "replicas": 1, "flushGracePeriodSeconds": 30},
+        "db": {"port": 5432, "dataPath": "/var/lib/postgresql/data"},
+        "cache": {"image": "redis:7", "replicas": 1, "flushGracePeriodSeconds": 30, "port": 6379},
         "storage": {"size": "1Gi"},
         "drainGracePeriodSeconds": 60,
         "paused": False,
         "hibernated": False,
     }
+
+
+def test_a_sharddb_setting_every_field_round_trips_unchanged(kube: Kube, namespace: str) -> None:
+    response = kube.create(sharddb("full", namespace, EVERY_FIELD))
+    assert response.status_code == 201, error_message(response)
+    assert response.json()["spec"] == EVERY_FIELD
+    assert kube.get("ShardDB", "full", namespace)["spec"] == EVERY_FIELD
+
+
+def test_a_null_core_v1_value_is_dropped_as_unset(kube: Kube, namespace: str) -> None:
+    spec = {**SPEC, "db": {"affinity": None, "tolerations": None}}
+    response = kube.create(sharddb("nulls", namespace, spec))
+    assert response.status_code == 201, error_message(response)
+    assert response.json()["spec"]["db"] == {"port": 5432, "dataPath": "/var/lib/postgresql/data"}
+
+
+def test_committed_core_v1_schemas_are_what_this_api_server_generates(kube: Kube) -> None:
+    openapi, version = crd_schema.fetch(kube.http)
+    generated = crd_schema.generate(openapi, version, crd_schema.CRD_FILE.read_text())
+    assert generated.crd == crd_schema.CRD_FILE.read_text(), "crds/sharddb.yaml is stale: run `make crd`"
+    assert generated.hook == crd_schema.HOOK_FILE.read_text(), "hooks/corev1.json is stale: run `make crd`"
 
 
 def test_short_name_and_category_find_sharddbs(kube: Kube, namespace: str) -> None:

@@ -12,16 +12,31 @@ from typing import Any
 
 import yaml
 
-from hooks import handler
+from hooks import corev1, handler
 from hooks.lifecycle import Phase
-from hooks.spec import ShardDBSpec
+from hooks.spec import SELECTOR_LABELS, ShardDBSpec
+from tests.cluster.samples import EVERY_FIELD
 from tests.world import World
+from tools.crd_schema import POD_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = yaml.safe_load((ROOT / "crds" / "sharddb.yaml").read_text())
 (VERSION,) = CRD["spec"]["versions"]
 SCHEMA = VERSION["schema"]["openAPIV3Schema"]
-KEPT = ("type", "properties", "required", "items", "minimum", "maximum", "minLength", "minItems", "default")
+KEPT = (
+    "type",
+    "properties",
+    "required",
+    "items",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "enum",
+    "minItems",
+    "default",
+)
 
 Obj = dict[str, Any]
 
@@ -30,17 +45,23 @@ def _from_pydantic(node: Obj, defs: Obj) -> Obj:
     """Pydantic's JSON schema reduced to the keywords a structural CRD schema shares."""
     if "$ref" in node:
         node = {**defs[node["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
-    if "anyOf" in node:  # Optional[X]: absent in the CRD means None in the hook
+    if any(branch.get("type") == "null" for branch in node.get("anyOf", [])):  # Optional[X]: absent in the CRD
         (only,) = [branch for branch in node["anyOf"] if branch.get("type") != "null"]
         node = {**only, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
-    out = {k: v for k, v in node.items() if k in KEPT}
+    out = {k: v for k, v in node.items() if k in KEPT and not (k == "default" and v is None)}
     if "properties" in out:
         out["properties"] = {k: _from_pydantic(v, defs) for k, v in out["properties"].items()}
     if "items" in out:
         out["items"] = _from_pydantic(out["items"], defs)
     if isinstance(out.get("default"), dict):
-        out["default"] = {k: v for k, v in out["default"].items() if v is not None}
+        out["default"] = _set_fields(out["default"])
     return out
+
+
+def _set_fields(default: Obj) -> Obj:
+    """A model's default without the fields it leaves unset (None, empty lists and maps), as the CRD writes it."""
+    kept = {k: _set_fields(v) if isinstance(v, dict) else v for k, v in default.items()}
+    return {k: v for k, v in kept.items() if v not in (None, [], {})}
 
 
 def _from_crd(node: Obj) -> Obj:
@@ -56,7 +77,9 @@ def _from_crd(node: Obj) -> Obj:
 
 
 def _descriptions_missing(node: Obj, where: str) -> list[str]:
-    missing = [] if node.get("description") or where == "metadata" else [where]
+    """Fields without a description; a list of plain strings or numbers is described by its field."""
+    scalar_item = where.endswith("[]") and node.get("type") in ("string", "integer")
+    missing = [] if node.get("description") or where == "metadata" or scalar_item else [where]
     for name, child in node.get("properties", {}).items():
         if where != "metadata":
             missing += _descriptions_missing(child, f"{where}.{name}" if where else name)
@@ -74,6 +97,48 @@ def test_spec_schema_matches_the_hooks_model() -> None:
     pydantic = ShardDBSpec.model_json_schema(by_alias=True, mode="validation")
     expected = _from_pydantic(pydantic, pydantic.get("$defs", {}))
     assert _from_crd(SCHEMA["properties"]["spec"]) == expected
+
+
+def _generated_fields() -> dict[str, Obj]:
+    """Every core/v1 field of the CRD by where it is, e.g. ``db.tolerations``."""
+    spec = SCHEMA["properties"]["spec"]["properties"]
+    found = {"imagePullSecrets": spec["imagePullSecrets"]}
+    for pod in ("db", "cache"):
+        for name in POD_FIELDS:
+            found[f"{pod}.{name}"] = spec[pod]["properties"][name]
+    return found
+
+
+def test_core_v1_fields_carry_the_schemas_the_hook_validates_with() -> None:
+    for where, schema in _generated_fields().items():
+        assert schema == corev1.crd_schema(where.rsplit(".", 1)[-1]), where
+
+
+def test_db_and_cache_take_the_same_pod_fields() -> None:
+    spec = SCHEMA["properties"]["spec"]["properties"]
+    for name in POD_FIELDS:
+        assert spec["db"]["properties"][name] == spec["cache"]["properties"][name], name
+
+
+def test_selector_labels_are_refused_in_pod_labels_by_the_crd() -> None:
+    for pod in ("db", "cache"):
+        labels = SCHEMA["properties"]["spec"]["properties"][pod]["properties"]["podMetadata"]["properties"]["labels"]
+        (rule,) = labels["x-kubernetes-validations"]
+        assert all(f"'{label}'" in rule["rule"] for label in SELECTOR_LABELS)
+
+
+def _unset(node: Obj, value: Any, where: str) -> list[str]:
+    """Fields of ``node`` that ``value`` leaves unset; the first item of a list stands for them all."""
+    if value is None or value == []:
+        return [where]
+    if node.get("type") == "array":
+        return _unset(node["items"], value[0], f"{where}[0]")
+    properties = node.get("properties", {})
+    return [path for name, child in properties.items() for path in _unset(child, value.get(name), f"{where}.{name}")]
+
+
+def test_the_every_field_sample_sets_every_field_of_the_spec() -> None:
+    assert _unset(SCHEMA["properties"]["spec"], EVERY_FIELD, "spec") == []
 
 
 def test_spec_keeps_no_unknown_fields() -> None:

@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
+
+from hooks.errors import from_validation
+from hooks.spec import ShardDBSpec
 
 from .kube import Kube, error_message
 from .samples import SPEC, sharddb
@@ -53,6 +57,60 @@ REFUSED_AT_CREATE: list[tuple[str, Obj, str, str]] = [
     ("seed-command-empty-list", _spec(seedCommand=[]), "spec.seedCommand", "at least 1 items"),
     ("drain-command-empty-arg", _spec(drainCommand=["sh", ""]), "spec.drainCommand[1]", "at least 1 chars"),
     ("storage-size-empty", _spec(storage={"size": ""}), "spec.storage.size", "at least 1 chars long"),
+    ("service-account-empty", _spec(serviceAccountName=""), "spec.serviceAccountName", "at least 1 chars long"),
+    ("db-port-zero", _spec(db__port=0), "spec.db.port", "greater than or equal to 1"),
+    ("cache-port-over-65535", _spec(cache__port=65536), "spec.cache.port", "less than or equal to 65535"),
+    ("db-data-path-relative", _spec(db__dataPath="data"), "spec.db.dataPath", "should match '^/'"),
+    ("priority-class-not-a-name", _spec(db__priorityClassName="High"), "spec.db.priorityClassName", "should match"),
+    (
+        "pod-label-overrides-selector",
+        _spec(cache__podMetadata={"labels": {"app.kubernetes.io/instance": "other"}}),
+        "spec.cache.podMetadata.labels",
+        "ShardDB selects its pods by them",
+    ),
+]
+
+# The core/v1 fields, refused by Kubernetes' own schema: (test id, spec, field, words, the hook's field)
+REFUSED_BY_KUBERNETES_SCHEMA: list[tuple[str, Obj, str, str, str]] = [
+    (
+        "cpu-limit-not-a-quantity",
+        _spec(db__resources={"limits": {"cpu": "lots"}}),
+        "spec.db.resources.limits.cpu",
+        "should match",
+        "parent.spec.db.resources.limits.cpu",
+    ),
+    (
+        "toleration-operator-maybe",
+        _spec(db__tolerations=[{"key": "dedicated", "operator": "Maybe"}]),
+        "spec.db.tolerations[0].operator",
+        'Unsupported value: "Maybe": supported values: "Equal", "Exists"',
+        "parent.spec.db.tolerations.0.operator",
+    ),
+    (
+        "env-without-a-name",
+        _spec(cache__env=[{"value": "x"}]),
+        "spec.cache.env[0].name",
+        "Required value",
+        "parent.spec.cache.env.0.name",
+    ),
+    (
+        "pull-secret-not-an-object",
+        _spec(imagePullSecrets=["regcred"]),
+        "spec.imagePullSecrets[0]",
+        "must be of type object",
+        "parent.spec.imagePullSecrets.0",
+    ),
+    (
+        "spread-skew-not-an-integer",
+        _spec(
+            cache__topologySpreadConstraints=[
+                {"maxSkew": "one", "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+            ]
+        ),
+        "spec.cache.topologySpreadConstraints[0].maxSkew",
+        "must be of type integer",
+        "parent.spec.cache.topologySpreadConstraints.0.maxSkew",
+    ),
 ]
 
 
@@ -68,6 +126,39 @@ def test_invalid_spec_is_refused_naming_the_field(
     assert f"{field}:" in message
     assert words in message
     assert not kube.exists("ShardDB", "bad", namespace)
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "words"),
+    [c[1:4] for c in REFUSED_BY_KUBERNETES_SCHEMA],
+    ids=[c[0] for c in REFUSED_BY_KUBERNETES_SCHEMA],
+)
+def test_invalid_core_v1_value_is_refused_naming_the_field(
+    kube: Kube, namespace: str, spec: Obj, field: str, words: str
+) -> None:
+    response = kube.create(sharddb("bad", namespace, spec))
+    message = error_message(response)
+    assert response.status_code == 422, message
+    assert f"{field}: " in message
+    assert words in message
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [(c[1], c[4]) for c in REFUSED_BY_KUBERNETES_SCHEMA],
+    ids=[c[0] for c in REFUSED_BY_KUBERNETES_SCHEMA],
+)
+def test_the_hook_refuses_the_same_core_v1_value_naming_the_same_field(spec: Obj, field: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        ShardDBSpec.model_validate(spec)
+    assert f"{field}: " in from_validation(refused.value, "parent.spec").message
+
+
+def test_unknown_field_inside_affinity_is_refused_by_strict_validation(kube: Kube, namespace: str) -> None:
+    affinity = {"nodeAffinity": {"preferred": [{"weight": 1}]}}
+    response = kube.create(sharddb("bad", namespace, _spec(db__affinity=affinity)))
+    assert response.status_code == 400, error_message(response)
+    assert 'unknown field "spec.db.affinity.nodeAffinity.preferred"' in error_message(response)
 
 
 def test_unknown_field_is_refused_by_strict_validation(kube: Kube, namespace: str) -> None:
