@@ -48,21 +48,121 @@ DEFAULT_DATA_PATH = "/var/lib/postgresql/data"
 # The labels our selectors match: a pod label of the user's may never change them.
 SELECTOR_LABELS = (names.NAME_LABEL, names.INSTANCE_LABEL, names.COMPONENT_LABEL)
 
-# Defaults speak PostgreSQL (port 5432) for shards and Redis for the cache; every
-# one is overridable in the spec.
+# Default commands, each one POSIX sh that works as written in the official image
+# it names; every one is overridable in the spec. They read only what the hook
+# puts in the pod: SHARDDB_HOSTS and SHARDDB_PORT (seed Job), PGDATA and
+# SHARDDB_DRAIN_SECONDS (shard pods), SHARDDB_CACHE_PORT (cache pods), plus the
+# user's db/cache env.
+#
+# Seed (postgres image, run with the Job's command, so no entrypoint and the image's
+# user, root unless a security context says otherwise): wait until every shard
+# answers pg_isready (no credentials needed); then, if PGPASSWORD or
+# POSTGRES_PASSWORD is set, log in to each as PGUSER/POSTGRES_USER (default
+# postgres) with psql and run SELECT 1. It only reads, so running it again is safe.
 DEFAULT_SEED_COMMAND: tuple[str, ...] = (
     "sh",
     "-c",
-    "for i in $(seq 0 $((SHARDDB_SHARDS - 1))); do "
-    'until pg_isready -h "$SHARDDB_NAME-db-$i.$SHARDDB_SERVICE" -p 5432; do sleep 2; done; '
-    "done",
+    """set -u
+: "${SHARDDB_HOSTS:?names no shard}"
+for host in $SHARDDB_HOSTS; do
+  tries=0
+  until pg_isready -q -h "$host" -p "$SHARDDB_PORT" -t 3; do
+    tries=$((tries + 1))
+    if [ "$tries" -ge 150 ]; then
+      echo "seed: $host:$SHARDDB_PORT does not accept connections; giving up" >&2
+      exit 1
+    fi
+    sleep 2
+  done
+  echo "seed: $host:$SHARDDB_PORT accepts connections"
+done
+password="${PGPASSWORD:-${POSTGRES_PASSWORD:-}}"
+if [ -n "$password" ]; then
+  export PGPASSWORD="$password"
+  export PGCONNECT_TIMEOUT="${PGCONNECT_TIMEOUT:-10}"
+  user="${PGUSER:-${POSTGRES_USER:-postgres}}"
+  database="${PGDATABASE:-${POSTGRES_DB:-$user}}"
+  for host in $SHARDDB_HOSTS; do
+    if ! psql -X -w -q -A -t -h "$host" -p "$SHARDDB_PORT" -U "$user" -d "$database" -c 'SELECT 1' >/dev/null; then
+      echo "seed: cannot log in to $host as $user" >&2
+      exit 1
+    fi
+    echo "seed: logged in to $host as $user"
+  done
+fi
+set -- $SHARDDB_HOSTS
+echo "seed: $# shards ready"
+""",
 )
+# Drain (preStop in a shard pod, run as the container's user): pg_ctl refuses to
+# run as root, so as root (the official image's default) it goes through the
+# image's gosu to the postgres user; as any other user (uid 999 under the
+# restricted defaults below) it runs pg_ctl directly. A smart stop waits for
+# sessions to end for half the grace period, then a fast stop rolls back what is
+# left, keeping 5 s before the kubelet's kill.
 DEFAULT_DRAIN_COMMAND: tuple[str, ...] = (
     "sh",
     "-c",
-    'pg_ctl stop -D "$PGDATA" -m smart -t "$SHARDDB_DRAIN_SECONDS" || true',
+    """set -u
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then gosu postgres "$@"; else "$@"; fi
+}
+smart=$((SHARDDB_DRAIN_SECONDS / 2))
+fast=$((SHARDDB_DRAIN_SECONDS - smart - 5))
+[ "$smart" -ge 1 ] || smart=1
+[ "$fast" -ge 1 ] || fast=1
+as_owner pg_ctl stop -D "$PGDATA" -m smart -t "$smart" && exit 0
+echo "drain: smart stop did not finish in ${smart}s; stopping fast" >&2
+as_owner pg_ctl stop -D "$PGDATA" -m fast -t "$fast"
+""",
 )
-DEFAULT_FLUSH_COMMAND: tuple[str, ...] = ("sh", "-c", "redis-cli SAVE || true")
+# Flush (preStop in a cache pod): SAVE, a blocking snapshot to the image's /data,
+# through valkey-cli when the image has it (valkey) and redis-cli otherwise
+# (redis); success only when the server answers OK. The official images set no
+# password; with one, give the CLI its password variable in cache.env
+# (REDISCLI_AUTH for redis-cli).
+DEFAULT_FLUSH_COMMAND: tuple[str, ...] = (
+    "sh",
+    "-c",
+    """set -u
+if command -v valkey-cli >/dev/null 2>&1; then cli=valkey-cli; else cli=redis-cli; fi
+reply=$("$cli" -p "$SHARDDB_CACHE_PORT" SAVE)
+[ "$reply" = OK ] && exit 0
+echo "flush: $cli SAVE on port $SHARDDB_CACHE_PORT answered: $reply" >&2
+exit 1
+""",
+)
+
+# Security contexts under which the default images run in the Kubernetes
+# "restricted" Pod Security profile (non-root, no privilege escalation, no
+# capabilities, RuntimeDefault seccomp). uid/gid 999 is the service user of the
+# official postgres (Debian), redis, valkey and mysql images, and each of their
+# entrypoints skips its chown/gosu step when not started as root. fsGroup makes a
+# new volume group-writable, so postgres can create PGDATA (<dataPath>/pgdata)
+# inside it; OnRootMismatch skips the recursive ownership walk on later mounts.
+# The renderer applies them when the user gives no podSecurityContext /
+# securityContext, to the shard pods and seed Job (db) and the cache pods; copy
+# them, never mutate them.
+DEFAULT_DB_POD_SECURITY_CONTEXT: dict[str, object] = {
+    "runAsNonRoot": True,
+    "runAsUser": 999,
+    "runAsGroup": 999,
+    "fsGroup": 999,
+    "fsGroupChangePolicy": "OnRootMismatch",
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+DEFAULT_CACHE_POD_SECURITY_CONTEXT: dict[str, object] = {
+    "runAsNonRoot": True,
+    "runAsUser": 999,
+    "runAsGroup": 999,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+DEFAULT_CONTAINER_SECURITY_CONTEXT: dict[str, object] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 
 
 class _Spec(BaseModel):

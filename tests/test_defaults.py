@@ -1,0 +1,816 @@
+"""The default seed, drain and flush commands, and the examples' own commands, run for real.
+
+Each command goes through real shells (``sh`` as the kubelet would exec it, plus dash,
+bash in POSIX mode and BusyBox's ash where installed) with small stand-in programs on
+PATH for the images' binaries (pg_isready, psql, pg_ctl, gosu, id, redis-cli, valkey-cli,
+mysqladmin, mysql, sleep): real processes, asserting exit codes, output and the exact
+arguments each program got. Where a PostgreSQL server is installed, the postgres
+commands also run against a real one: pg_isready and psql log in over TCP with a
+password, and pg_ctl stops it, smartly or by escalating to fast with a session open.
+The official images themselves cannot be pulled here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hooks.spec import (
+    DEFAULT_CACHE_POD_SECURITY_CONTEXT,
+    DEFAULT_CONTAINER_SECURITY_CONTEXT,
+    DEFAULT_DB_POD_SECURITY_CONTEXT,
+    DEFAULT_DRAIN_COMMAND,
+    DEFAULT_FLUSH_COMMAND,
+    DEFAULT_SEED_COMMAND,
+    ShardDBSpec,
+)
+
+from .kube_schema import problems
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+DEFAULTS = {"seed": DEFAULT_SEED_COMMAND, "drain": DEFAULT_DRAIN_COMMAND, "flush": DEFAULT_FLUSH_COMMAND}
+
+# ``sh`` first: the exact argv the kubelet runs. The others are the shells the images
+# may have behind ``sh`` (dash in Debian, bash in Oracle Linux, BusyBox ash in Alpine).
+SHELLS = [
+    pytest.param(shell, id="-".join(shell).replace("--", ""))
+    for shell in (("sh",), ("dash",), ("bash", "--posix"), ("busybox", "sh"))
+    if shutil.which(shell[0])
+]
+
+Obj = dict[str, Any]
+
+
+def argv(shell: tuple[str, ...], command: tuple[str, ...] | list[str]) -> list[str]:
+    """``command`` (``sh -c SCRIPT``) with its ``sh`` replaced by ``shell``."""
+    assert command[0] == "sh", command
+    found = shutil.which(shell[0])
+    assert found is not None
+    return [found, *shell[1:], *command[1:]]
+
+
+# --- stand-in programs -----------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    calls: list[str]
+
+
+class Fakes:
+    """A directory of stand-in programs, the only thing on PATH; each logs its argv to CALLS."""
+
+    def __init__(self, root: Path) -> None:
+        self.bin = root / "bin"
+        self.state = root / "state"
+        self.calls = root / "calls"
+        self.bin.mkdir()
+        self.state.mkdir()
+        self.calls.touch()
+
+    def add(self, name: str, body: str = "") -> None:
+        path = self.bin / name
+        path.write_text(f'#!/bin/sh\nprintf \'%s\\n\' "{name} $*" >> "$CALLS"\n{body}\n')
+        path.chmod(0o755)
+
+    def run(self, shell: tuple[str, ...], command: tuple[str, ...] | list[str], **env: str) -> Run:
+        full = {"PATH": str(self.bin), "CALLS": str(self.calls), "STATE": str(self.state), **env}
+        done = subprocess.run(argv(shell, command), env=full, capture_output=True, text=True, timeout=60, check=False)
+        calls = self.calls.read_text().splitlines()
+        self.calls.write_text("")
+        return Run(done.returncode, done.stdout, done.stderr, calls)
+
+
+@pytest.fixture
+def fakes(tmp_path: Path) -> Fakes:
+    return Fakes(tmp_path)
+
+
+def named(calls: list[str], program: str) -> list[str]:
+    return [call for call in calls if call.split(" ", 1)[0] == program]
+
+
+# Reads the host after -h, counts the calls for it, and answers "accepting" from the
+# READY_AFTER-th one on (exit 2, "no response", before that).
+PG_ISREADY = """
+host=
+while [ $# -gt 0 ]; do case $1 in -h) host=$2; shift ;; esac; shift; done
+n=0
+[ -f "$STATE/$host" ] && read -r n < "$STATE/$host"
+n=$((n + 1))
+printf '%s\\n' "$n" > "$STATE/$host"
+[ "$n" -ge "${READY_AFTER:-1}" ] || exit 2
+"""
+# Logs in unless the host is listed in PSQL_FAILS; records what libpq would read.
+PSQL = """
+printf 'psql-env PGPASSWORD=%s PGCONNECT_TIMEOUT=%s\\n' "${PGPASSWORD-unset}" "${PGCONNECT_TIMEOUT-unset}" >> "$CALLS"
+host=
+while [ $# -gt 0 ]; do case $1 in -h) host=$2; shift ;; esac; shift; done
+case " ${PSQL_FAILS:-} " in *" $host "*) echo "psql: error: password authentication failed" >&2; exit 2 ;; esac
+echo 1
+"""
+
+
+def seed_fakes(fakes: Fakes) -> None:
+    fakes.add("pg_isready", PG_ISREADY)
+    fakes.add("psql", PSQL)
+    fakes.add("sleep")
+
+
+HOSTS = "demo-db-0.demo-db demo-db-1.demo-db demo-db-2.demo-db"
+
+
+# --- the commands as data -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", DEFAULTS)
+def test_each_default_is_one_sh_c_script(name: str) -> None:
+    command = DEFAULTS[name]
+    assert len(command) == 3
+    assert command[:2] == ("sh", "-c")
+    assert "|| true" not in command[2], "a failure must reach the kubelet's event, not vanish"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("name", DEFAULTS)
+def test_default_commands_parse_in_every_shell(shell: tuple[str, ...], name: str) -> None:
+    done = subprocess.run([*argv(shell, DEFAULTS[name])[:-2], "-n", "-c", DEFAULTS[name][2]], capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_syntax_check_catches_a_broken_script(shell: tuple[str, ...]) -> None:
+    done = subprocess.run([*argv(shell, ("sh", "-c", ""))[:-2], "-n", "-c", "if then fi"], capture_output=True)
+    assert done.returncode != 0
+
+
+# --- seed -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_seed_waits_until_every_shard_answers_and_needs_no_password(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    seed_fakes(fakes)
+    run = fakes.run(shell, DEFAULT_SEED_COMMAND, SHARDDB_HOSTS=HOSTS, SHARDDB_PORT="6543", READY_AFTER="2")
+    assert run.code == 0, run.err
+    probes = named(run.calls, "pg_isready")
+    for host in HOSTS.split():
+        assert probes.count(f"pg_isready -q -h {host} -p 6543 -t 3") == 2  # refused once, then ready
+    assert named(run.calls, "sleep") == ["sleep 2"] * 3
+    assert named(run.calls, "psql") == []
+    assert run.out.splitlines()[-1] == "seed: 3 shards ready"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_seed_logs_in_to_every_shard_with_the_postgres_password(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    seed_fakes(fakes)
+    run = fakes.run(shell, DEFAULT_SEED_COMMAND, SHARDDB_HOSTS=HOSTS, SHARDDB_PORT="5432", POSTGRES_PASSWORD="s3 cr$t")
+    assert run.code == 0, run.err
+    logins = named(run.calls, "psql")
+    assert logins == [f"psql -X -w -q -A -t -h {h} -p 5432 -U postgres -d postgres -c SELECT 1" for h in HOSTS.split()]
+    assert set(named(run.calls, "psql-env")) == {"psql-env PGPASSWORD=s3 cr$t PGCONNECT_TIMEOUT=10"}
+    assert "seed: logged in to demo-db-2.demo-db as postgres" in run.out
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_seed_prefers_libpq_variables_over_the_images(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    seed_fakes(fakes)
+    env = {"PGPASSWORD": "libpq", "POSTGRES_PASSWORD": "image", "POSTGRES_USER": "app", "POSTGRES_DB": "orders"}
+    run = fakes.run(shell, DEFAULT_SEED_COMMAND, SHARDDB_HOSTS="h0", SHARDDB_PORT="5432", **env)
+    assert run.code == 0, run.err
+    assert named(run.calls, "psql") == ["psql -X -w -q -A -t -h h0 -p 5432 -U app -d orders -c SELECT 1"]
+    assert named(run.calls, "psql-env") == ["psql-env PGPASSWORD=libpq PGCONNECT_TIMEOUT=10"]
+
+    run = fakes.run(shell, DEFAULT_SEED_COMMAND, SHARDDB_HOSTS="h0", SHARDDB_PORT="5432", PGPASSWORD="x", PGUSER="u")
+    assert named(run.calls, "psql") == ["psql -X -w -q -A -t -h h0 -p 5432 -U u -d u -c SELECT 1"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_seed_fails_naming_the_shard_it_cannot_log_in_to(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    seed_fakes(fakes)
+    env = {"SHARDDB_HOSTS": HOSTS, "SHARDDB_PORT": "5432", "PGPASSWORD": "wrong", "PSQL_FAILS": "demo-db-1.demo-db"}
+    run = fakes.run(shell, DEFAULT_SEED_COMMAND, **env)
+    assert run.code == 1
+    assert "seed: cannot log in to demo-db-1.demo-db as postgres" in run.err
+    assert len(named(run.calls, "psql")) == 2  # stops at the first refusal
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_seed_gives_up_on_a_shard_that_never_answers(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    seed_fakes(fakes)
+    run = fakes.run(shell, DEFAULT_SEED_COMMAND, SHARDDB_HOSTS="gone", SHARDDB_PORT="5432", READY_AFTER="100000")
+    assert run.code == 1
+    assert "seed: gone:5432 does not accept connections; giving up" in run.err
+    assert len(named(run.calls, "pg_isready")) == 150
+    assert len(named(run.calls, "sleep")) == 149
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_seed_refuses_an_empty_host_list(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    seed_fakes(fakes)
+    for env in ({"SHARDDB_HOSTS": "", "SHARDDB_PORT": "5432"}, {"SHARDDB_PORT": "5432"}):
+        run = fakes.run(shell, DEFAULT_SEED_COMMAND, **env)
+        assert run.code != 0
+        assert "names no shard" in run.err
+        assert run.calls == []
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_seed_is_safe_to_run_again(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    seed_fakes(fakes)
+    env = {"SHARDDB_HOSTS": HOSTS, "SHARDDB_PORT": "5432", "PGPASSWORD": "pw"}
+    first = fakes.run(shell, DEFAULT_SEED_COMMAND, **env)
+    again = fakes.run(shell, DEFAULT_SEED_COMMAND, **env)
+    assert (first.code, again.code) == (0, 0)
+    assert first.out == again.out
+    assert named(first.calls, "psql") == named(again.calls, "psql")
+
+
+# --- drain ------------------------------------------------------------------------------------
+
+# id -u answers FAKE_UID; gosu records the user and runs the rest as-is; pg_ctl records
+# who ran it and exits with SMART_EXIT / FAST_EXIT for each mode.
+ID = '[ "$1" = -u ] && echo "${FAKE_UID:-0}"'
+GOSU = 'export GOSU_USER="$1"\nshift\nexec "$@"'
+PG_CTL = """
+printf 'pg_ctl-as %s\\n' "${GOSU_USER:-self}" >> "$CALLS"
+case " $* " in
+  *" -m smart "*) exit "${SMART_EXIT:-0}" ;;
+  *" -m fast "*) exit "${FAST_EXIT:-0}" ;;
+esac
+exit 9
+"""
+PGDATA = "/var/lib/postgresql/data/pgdata"
+
+
+def drain_fakes(fakes: Fakes) -> None:
+    fakes.add("id", ID)
+    fakes.add("gosu", GOSU)
+    fakes.add("pg_ctl", PG_CTL)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_drain_as_root_goes_through_gosu_to_the_postgres_user(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    drain_fakes(fakes)
+    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, FAKE_UID="0", PGDATA=PGDATA, SHARDDB_DRAIN_SECONDS="60")
+    assert run.code == 0, run.err
+    assert named(run.calls, "gosu") == [f"gosu postgres pg_ctl stop -D {PGDATA} -m smart -t 30"]
+    assert named(run.calls, "pg_ctl-as") == ["pg_ctl-as postgres"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_drain_as_the_postgres_uid_runs_pg_ctl_itself(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    drain_fakes(fakes)
+    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, FAKE_UID="999", PGDATA=PGDATA, SHARDDB_DRAIN_SECONDS="60")
+    assert run.code == 0, run.err
+    assert named(run.calls, "gosu") == []
+    assert named(run.calls, "pg_ctl") == [f"pg_ctl stop -D {PGDATA} -m smart -t 30"]
+    assert named(run.calls, "pg_ctl-as") == ["pg_ctl-as self"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("uid", ["0", "999"])
+def test_drain_escalates_to_a_fast_stop_when_sessions_stay(fakes: Fakes, shell: tuple[str, ...], uid: str) -> None:
+    drain_fakes(fakes)
+    env = {"FAKE_UID": uid, "PGDATA": PGDATA, "SHARDDB_DRAIN_SECONDS": "60", "SMART_EXIT": "1"}
+    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, **env)
+    assert run.code == 0, run.err
+    assert named(run.calls, "pg_ctl") == [
+        f"pg_ctl stop -D {PGDATA} -m smart -t 30",
+        f"pg_ctl stop -D {PGDATA} -m fast -t 25",
+    ]
+    assert "drain: smart stop did not finish in 30s; stopping fast" in run.err
+
+    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, **env, FAST_EXIT="1")
+    assert run.code == 1
+
+
+@pytest.mark.parametrize(
+    ("grace", "smart", "fast"), [(60, 30, 25), (61, 30, 26), (30, 15, 10), (10, 5, 1), (1, 1, 1), (86400, 43200, 43195)]
+)
+def test_drain_splits_the_grace_period_and_keeps_five_seconds(fakes: Fakes, grace: int, smart: int, fast: int) -> None:
+    drain_fakes(fakes)
+    env = {"FAKE_UID": "999", "PGDATA": PGDATA, "SHARDDB_DRAIN_SECONDS": str(grace), "SMART_EXIT": "1"}
+    run = fakes.run(("sh",), DEFAULT_DRAIN_COMMAND, **env)
+    assert named(run.calls, "pg_ctl") == [
+        f"pg_ctl stop -D {PGDATA} -m smart -t {smart}",
+        f"pg_ctl stop -D {PGDATA} -m fast -t {fast}",
+    ]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_drain_without_pgdata_fails_before_stopping_anything(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    drain_fakes(fakes)
+    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, FAKE_UID="999", SHARDDB_DRAIN_SECONDS="60")
+    assert run.code != 0
+    assert "PGDATA" in run.err
+    assert named(run.calls, "pg_ctl") == []
+
+
+# --- flush ------------------------------------------------------------------------------------
+
+CLI = 'echo "${CLI_REPLY-OK}"\nexit "${CLI_EXIT:-0}"'
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_flush_saves_through_redis_cli_on_the_cache_port(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    fakes.add("redis-cli", CLI)
+    run = fakes.run(shell, DEFAULT_FLUSH_COMMAND, SHARDDB_CACHE_PORT="6380")
+    assert run.code == 0, run.err
+    assert run.calls == ["redis-cli -p 6380 SAVE"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("with_redis_cli", [True, False])
+def test_flush_prefers_valkey_cli_where_the_image_has_it(
+    fakes: Fakes, shell: tuple[str, ...], with_redis_cli: bool
+) -> None:
+    fakes.add("valkey-cli", CLI)
+    if with_redis_cli:
+        fakes.add("redis-cli", CLI)
+    run = fakes.run(shell, DEFAULT_FLUSH_COMMAND, SHARDDB_CACHE_PORT="6379")
+    assert run.code == 0, run.err
+    assert run.calls == ["valkey-cli -p 6379 SAVE"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [("ERR Background save already in progress", "0"), ("", "1"), ("NOAUTH Authentication required.", "0")],
+    ids=["error-reply", "no-server", "needs-password"],
+)
+def test_flush_fails_unless_the_server_answers_ok(
+    fakes: Fakes, shell: tuple[str, ...], reply: str, status: str
+) -> None:
+    fakes.add("redis-cli", CLI)
+    run = fakes.run(shell, DEFAULT_FLUSH_COMMAND, SHARDDB_CACHE_PORT="6379", CLI_REPLY=reply, CLI_EXIT=status)
+    assert run.code == 1
+    assert f"flush: redis-cli SAVE on port 6379 answered: {reply}" in run.err
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_flush_fails_where_there_is_no_cli(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    run = fakes.run(shell, DEFAULT_FLUSH_COMMAND, SHARDDB_CACHE_PORT="11211")
+    assert run.code != 0
+
+
+# --- security contexts ----------------------------------------------------------------------
+
+
+def pod(security: Obj, container: Obj) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "securityContext": security,
+            "containers": [{"name": "c", "image": "i", "securityContext": container}],
+        },
+    }
+
+
+@pytest.mark.parametrize("security", [DEFAULT_DB_POD_SECURITY_CONTEXT, DEFAULT_CACHE_POD_SECURITY_CONTEXT])
+def test_default_security_contexts_meet_the_restricted_profile(security: Obj) -> None:
+    obj = pod(security, DEFAULT_CONTAINER_SECURITY_CONTEXT)
+    assert problems(obj) == []
+    spec = obj["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] == 999  # the images' service user
+    assert spec["securityContext"]["runAsGroup"] == 999
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    context = spec["containers"][0]["securityContext"]
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert "add" not in context["capabilities"]
+    assert context["runAsNonRoot"] is True
+
+
+def test_db_volume_is_group_writable_for_the_postgres_uid() -> None:
+    assert DEFAULT_DB_POD_SECURITY_CONTEXT["fsGroup"] == 999
+    assert DEFAULT_DB_POD_SECURITY_CONTEXT["fsGroupChangePolicy"] == "OnRootMismatch"
+
+
+# --- examples ---------------------------------------------------------------------------------
+
+
+def documents(path: Path) -> list[Obj]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+
+
+def sharddbs() -> list[tuple[Path, Obj]]:
+    return [(path, doc) for path in EXAMPLES for doc in documents(path) if doc["kind"] == "ShardDB"]
+
+
+def env_of(spec: Obj, part: str) -> dict[str, Obj]:
+    return {item["name"]: item for item in spec.get(part, {}).get("env", [])}
+
+
+def test_examples_are_the_three_users_copy() -> None:
+    assert {"sharddb.yaml", "sharddb-minimal.yaml", "sharddb-mysql.yaml"} <= {path.name for path in EXAMPLES}
+    for path in EXAMPLES:
+        kinds = [(doc["apiVersion"], doc["kind"]) for doc in documents(path)]
+        assert kinds[-1] == ("mygroup.example.com/v1alpha1", "ShardDB")
+        assert set(kinds[:-1]) <= {("v1", "Secret")}
+
+
+@pytest.mark.parametrize("sample", [s for _, s in sharddbs()], ids=[path.name for path, _ in sharddbs()])
+def test_example_sharddbs_parse_as_the_hook_reads_them(sample: Obj) -> None:
+    ShardDBSpec.model_validate(sample["spec"])
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[path.name for path in EXAMPLES])
+def test_every_secret_an_example_reads_is_in_the_same_file(path: Path) -> None:
+    docs = documents(path)
+    secrets = {
+        (doc["metadata"]["name"], doc["metadata"].get("namespace")): doc for doc in docs if doc["kind"] == "Secret"
+    }
+    for secret in secrets.values():
+        assert problems(secret) == []
+    (sample,) = (doc for doc in docs if doc["kind"] == "ShardDB")
+    namespace = sample["metadata"].get("namespace")
+    for part in ("db", "cache"):
+        for item in env_of(sample["spec"], part).values():
+            ref = item.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                secret = secrets[(ref["name"], namespace)]
+                assert ref["key"] in secret["stringData"], (path.name, ref)
+    text = path.read_text()
+    if secrets:
+        assert "CHANGE IT" in text
+
+
+def test_postgres_example_passes_the_password_to_the_image_and_the_default_seed() -> None:
+    ((_, sample),) = [(p, s) for p, s in sharddbs() if p.name == "sharddb.yaml"]
+    spec = sample["spec"]
+    assert (spec["dbImage"], spec["cache"]["image"], spec["shards"], spec["cache"]["replicas"]) == (
+        "postgres:16",
+        "redis:7",
+        3,
+        2,
+    )
+    env = env_of(spec, "db")
+    refs = {name: env[name]["valueFrom"]["secretKeyRef"] for name in ("POSTGRES_PASSWORD", "PGPASSWORD")}
+    assert refs["POSTGRES_PASSWORD"] == refs["PGPASSWORD"] == {"name": "demo-db", "key": "password"}
+    assert "seedCommand" not in spec  # the default seed, logging in with PGPASSWORD
+    assert "drainCommand" not in spec
+    assert "flushCommand" not in spec["cache"]
+    for part in ("db", "cache"):
+        assert set(spec[part]["resources"]) == {"requests", "limits"}
+    assert spec["db"]["dataPath"] == "/var/lib/postgresql/data"
+
+
+def test_minimal_example_starts_without_a_secret_and_says_loudly_why() -> None:
+    path = REPO / "examples" / "sharddb-minimal.yaml"
+    (sample,) = documents(path)
+    assert env_of(sample["spec"], "db")["POSTGRES_HOST_AUTH_METHOD"]["value"] == "trust"
+    assert "!!! NO PASSWORD" in path.read_text()
+
+
+def example_commands() -> list[tuple[str, list[str]]]:
+    found = []
+    for path, sample in sharddbs():
+        spec = sample["spec"]
+        for where, field in ((spec, "seedCommand"), (spec, "drainCommand"), (spec["cache"], "flushCommand")):
+            if field in where:
+                found.append((f"{path.stem}.{field}", where[field]))
+    return found
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(("name", "command"), example_commands(), ids=[name for name, _ in example_commands()])
+def test_example_commands_parse_in_every_shell(shell: tuple[str, ...], name: str, command: list[str]) -> None:
+    assert command[:2] == ["sh", "-c"], name
+    done = subprocess.run([*argv(shell, command)[:-2], "-n", "-c", command[2]], capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
+def mysql_example() -> Obj:
+    ((_, sample),) = [(p, s) for p, s in sharddbs() if p.name == "sharddb-mysql.yaml"]
+    spec: Obj = sample["spec"]
+    return spec
+
+
+# mysqladmin / mysql: log argv, and the option file when it comes on stdin; ping answers
+# from its PING_READY_AFTER-th call on (mysqld not listening yet before that).
+MYSQL_CLIENT = """
+if [ "$1" = --defaults-extra-file=/dev/stdin ]; then
+  while IFS= read -r line; do printf 'option %s\\n' "$line" >> "$CALLS"; done < /dev/stdin
+fi
+case " $* " in
+  *" ping "*)
+    n=0
+    [ -f "$STATE/ping" ] && read -r n < "$STATE/ping"
+    n=$((n + 1))
+    printf '%s\\n' "$n" > "$STATE/ping"
+    [ "$n" -ge "${PING_READY_AFTER:-1}" ] || exit 1
+    ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_mysql_example_seed_waits_then_logs_in_with_the_root_password_on_stdin(
+    fakes: Fakes, shell: tuple[str, ...]
+) -> None:
+    spec = mysql_example()
+    assert (spec["dbImage"], spec["db"]["port"], spec["db"]["dataPath"]) == ("mysql:8.4", 3306, "/var/lib/mysql")
+    fakes.add("mysqladmin", MYSQL_CLIENT)
+    fakes.add("mysql", MYSQL_CLIENT)
+    fakes.add("sleep")
+    hosts = "orders-db-0.orders-db orders-db-1.orders-db"
+    env = {"SHARDDB_HOSTS": hosts, "SHARDDB_PORT": "3306", "MYSQL_ROOT_PASSWORD": "pa ss#1", "PING_READY_AFTER": "3"}
+    run = fakes.run(shell, spec["seedCommand"], **env)
+    assert run.code == 0, run.err
+    assert named(run.calls, "sleep") == ["sleep 2", "sleep 2"]  # waited for the first shard
+    for host in hosts.split():
+        assert f"mysqladmin --host={host} --port=3306 --connect-timeout=3 ping" in run.calls
+        assert f"mysql --defaults-extra-file=/dev/stdin --host={host} --port=3306 --execute=SELECT 1" in run.calls
+    assert run.calls.count('option password="pa ss#1"') == 2
+    assert run.calls.count("option user=root") == 2
+    assert all("pa ss" not in call for call in run.calls if not call.startswith("option"))  # never in argv
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_mysql_example_drain_shuts_down_through_the_socket_as_root(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    fakes.add("mysqladmin", MYSQL_CLIENT)
+    run = fakes.run(shell, mysql_example()["drainCommand"], MYSQL_ROOT_PASSWORD="pw")
+    assert run.code == 0, run.err
+    assert run.calls == [
+        "mysqladmin --defaults-extra-file=/dev/stdin shutdown",
+        "option [client]",
+        "option user=root",
+        'option password="pw"',
+    ]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_memcached_flush_only_waits(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    spec = mysql_example()
+    assert (spec["cache"]["image"], spec["cache"]["port"]) == ("memcached:1.6", 11211)
+    fakes.add("sleep")
+    run = fakes.run(shell, spec["cache"]["flushCommand"])
+    assert (run.code, run.calls) == (0, ["sleep 5"])
+    assert spec["cache"]["flushGracePeriodSeconds"] > 5
+
+
+# --- against a real PostgreSQL server, where one is installed ---------------------------------
+
+
+def postgres_bin() -> Path | None:
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name), reverse=True)
+    for folder in candidates:
+        if all((folder / tool).exists() for tool in ("initdb", "postgres", "pg_ctl", "pg_isready", "psql")):
+            return folder
+    found = shutil.which("initdb")
+    return Path(found).parent if found else None
+
+
+PG_BIN = postgres_bin()
+IS_ROOT = os.geteuid() == 0
+
+
+def server_owner() -> pwd.struct_passwd | None:
+    """Who runs the server: postgres (as the image does) when we are root, else ourselves."""
+    if not IS_ROOT:
+        return pwd.getpwuid(os.geteuid())
+    with contextlib.suppress(KeyError):
+        return pwd.getpwnam("postgres")
+    return None
+
+
+OWNER = server_owner()
+needs_postgres = pytest.mark.skipif(
+    PG_BIN is None or OWNER is None or (IS_ROOT and not shutil.which("setpriv")),
+    reason="needs PostgreSQL server binaries (and, as root, a postgres user and setpriv)",
+)
+PASSWORD = "real s3cret"
+
+
+def as_owner(command: list[str]) -> list[str]:
+    """``command`` run as the server's owner, the way gosu would switch to it."""
+    assert OWNER is not None
+    if not IS_ROOT:
+        return command
+    return ["setpriv", f"--reuid={OWNER.pw_uid}", f"--regid={OWNER.pw_gid}", "--init-groups", "--", *command]
+
+
+@dataclass
+class Server:
+    base: Path
+    data: Path
+    port: int
+    log: Path
+
+    def pg(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        assert PG_BIN is not None
+        command = as_owner([str(PG_BIN / "pg_ctl"), "-D", str(self.data), *args])
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, check=check)
+
+    def start(self) -> None:
+        options = f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.base}"
+        self.pg("-l", str(self.log), "-w", "-t", "30", "-o", options, "start")
+
+    def running(self) -> bool:
+        return (self.data / "postmaster.pid").exists()
+
+    def env(self) -> dict[str, str]:
+        assert PG_BIN is not None
+        return {"PATH": f"{PG_BIN}:/usr/bin:/bin", "PGDATA": str(self.data)}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Server]:
+    assert PG_BIN is not None
+    assert OWNER is not None
+    base = Path(tempfile.mkdtemp(prefix="sharddb-pg-", dir="/tmp"))
+    try:
+        os.chown(base, OWNER.pw_uid, OWNER.pw_gid)
+        (base / "pw").write_text(PASSWORD + "\n")
+        os.chown(base / "pw", OWNER.pw_uid, OWNER.pw_gid)
+        data = base / "data"
+        initdb = [str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--pwfile", str(base / "pw")]
+        initdb += ["--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "-E", "UTF8", "--locale=C"]
+        subprocess.run(as_owner(initdb), capture_output=True, text=True, timeout=120, check=True)
+        yield Server(base, data, free_port(), base / "server.log")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def server(cluster: Server) -> Iterator[Server]:
+    assert OWNER is not None
+    cluster.log.write_text("")  # pg_ctl appends; each test reads its own server's log
+    os.chown(cluster.log, OWNER.pw_uid, OWNER.pw_gid)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        if cluster.running():
+            cluster.pg("-m", "immediate", "-w", "stop", check=False)
+
+
+@pytest.fixture
+def gosu(tmp_path: Path) -> Path:
+    """A stand-in for the image's gosu: switch to the named user (setpriv does the same syscalls), then exec."""
+    folder = tmp_path / "gosu-bin"
+    folder.mkdir()
+    (folder / "gosu").write_text(
+        '#!/bin/sh\nprintf \'%s\\n\' "gosu $*" >> "$CALLS"\n'
+        'user=$1\nshift\nexec setpriv --reuid="$user" --regid="$user" --init-groups -- "$@"\n'
+    )
+    (folder / "gosu").chmod(0o755)
+    return folder
+
+
+def run_real(command: list[str] | tuple[str, ...], env: dict[str, str], owner: bool = False) -> Run:
+    with tempfile.NamedTemporaryFile("r", prefix="calls-") as calls:
+        os.chmod(calls.name, 0o666)
+        line = argv(("sh",), command)
+        done = subprocess.run(
+            as_owner(line) if owner else line,
+            env={**env, "CALLS": calls.name},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        return Run(done.returncode, done.stdout, done.stderr, Path(calls.name).read_text().splitlines())
+
+
+def open_session(server: Server) -> subprocess.Popen[str]:
+    """A client that keeps a session open, as an application would, until the server ends it."""
+    assert PG_BIN is not None
+    client = [str(PG_BIN / "psql"), "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "-d", "postgres"]
+    session = subprocess.Popen(
+        [*client, "-c", "SELECT pg_sleep(600)"],
+        env={"PATH": "/usr/bin:/bin", "PGPASSWORD": PASSWORD},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: "pg_sleep" in sessions(server), "the client's session to start")
+    return session
+
+
+def sessions(server: Server) -> str:
+    assert PG_BIN is not None
+    query = "SELECT query FROM pg_stat_activity WHERE backend_type = 'client backend'"
+    done = subprocess.run(
+        [str(PG_BIN / "psql"), "-X", "-At", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "-c", query],
+        env={"PATH": "/usr/bin:/bin", "PGPASSWORD": PASSWORD},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return done.stdout
+
+
+def wait_for(condition: Callable[[], bool], what: str, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+@needs_postgres
+def test_real_seed_logs_in_over_tcp_with_the_password(server: Server) -> None:
+    env = {**server.env(), "SHARDDB_HOSTS": "127.0.0.1 localhost", "SHARDDB_PORT": str(server.port)}
+    run = run_real(DEFAULT_SEED_COMMAND, {**env, "POSTGRES_PASSWORD": PASSWORD})
+    assert run.code == 0, run.err
+    assert run.out.splitlines() == [
+        f"seed: 127.0.0.1:{server.port} accepts connections",
+        f"seed: localhost:{server.port} accepts connections",
+        "seed: logged in to 127.0.0.1 as postgres",
+        "seed: logged in to localhost as postgres",
+        "seed: 2 shards ready",
+    ]
+
+    run = run_real(DEFAULT_SEED_COMMAND, {**env, "POSTGRES_PASSWORD": "wrong"})
+    assert run.code == 1
+    assert "password authentication failed" in run.err
+    assert "seed: cannot log in to 127.0.0.1 as postgres" in run.err
+
+    run = run_real(DEFAULT_SEED_COMMAND, env)  # no password: waiting is all it does
+    assert run.code == 0, run.err
+    assert "logged in" not in run.out
+
+
+@needs_postgres
+@pytest.mark.skipif(not IS_ROOT, reason="shows what happens as root")
+def test_real_pg_ctl_refuses_root_which_is_why_the_drain_uses_gosu(server: Server) -> None:
+    assert PG_BIN is not None
+    done = subprocess.run([str(PG_BIN / "pg_ctl"), "stop", "-D", str(server.data)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "cannot be run as root" in done.stderr
+    assert server.running()
+
+
+@needs_postgres
+@pytest.mark.skipif(not IS_ROOT, reason="the root path needs root")
+def test_real_drain_as_root_stops_the_server_smartly_through_gosu(server: Server, gosu: Path) -> None:
+    env = {**server.env(), "SHARDDB_DRAIN_SECONDS": "30"}
+    env["PATH"] = f"{gosu}:{env['PATH']}"
+    run = run_real(DEFAULT_DRAIN_COMMAND, env)
+    assert run.code == 0, run.err
+    assert run.calls == [f"gosu postgres pg_ctl stop -D {server.data} -m smart -t 15"]
+    assert not server.running()
+    log = server.log.read_text()
+    assert "received smart shutdown request" in log
+    assert "received fast shutdown request" not in log
+
+
+@needs_postgres
+def test_real_drain_as_the_data_owner_needs_no_gosu(server: Server) -> None:
+    env = {**server.env(), "SHARDDB_DRAIN_SECONDS": "30"}
+    run = run_real(DEFAULT_DRAIN_COMMAND, env, owner=True)  # PATH has no gosu at all
+    assert run.code == 0, run.err
+    assert not server.running()
+    assert "received smart shutdown request" in server.log.read_text()
+
+
+@needs_postgres
+@pytest.mark.slow
+def test_real_drain_escalates_to_fast_while_a_session_stays_open(server: Server) -> None:
+    session = open_session(server)
+    try:
+        env = {**server.env(), "SHARDDB_DRAIN_SECONDS": "14"}  # smart for 7 s, then fast for 2 s
+        started = time.monotonic()
+        run = run_real(DEFAULT_DRAIN_COMMAND, env, owner=True)
+        took = time.monotonic() - started
+        assert run.code == 0, run.err
+        assert "drain: smart stop did not finish in 7s; stopping fast" in run.err
+        assert not server.running()
+        assert 7 <= took < 14 - 3
+        log = server.log.read_text()
+        assert "received smart shutdown request" in log
+        assert "received fast shutdown request" in log
+        assert session.wait(timeout=30) != 0  # the session was ended by the server
+    finally:
+        if session.poll() is None:
+            session.kill()
+            session.wait()
