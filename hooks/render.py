@@ -21,7 +21,7 @@ Obj = dict[str, Any]
 
 def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     """The full desired set; anything observed and not listed here would be deleted."""
-    out = [service(snap.name), statefulset(snap.name, snap.spec, decision)]
+    out = [service(snap.name, snap.spec.db.port), statefulset(snap.name, snap.spec, decision)]
     if names.DB in decision.budgets:
         out.append(budget(snap.name, names.DB))
     out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
@@ -30,7 +30,7 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         template = held or pods.cache_template(snap.name, snap.spec)
         out.append(cache_deployment(snap.name, decision.cache_replicas, template))
     if decision.cache_service:
-        out.append(cache_service(snap.name))
+        out.append(cache_service(snap.name, snap.spec.cache.port))
     if names.CACHE in decision.budgets:
         out.append(budget(snap.name, names.CACHE))
     return out
@@ -90,7 +90,7 @@ def _meta(name: str, parent: str, component: str, annotations: dict[str, str] | 
     return meta
 
 
-def service(parent: str) -> Obj:
+def service(parent: str, port: int) -> Obj:
     """Headless: DNS publishes one record per ready shard, which is our discovery."""
     return {
         "apiVersion": "v1",
@@ -99,12 +99,12 @@ def service(parent: str) -> Obj:
         "spec": {
             "clusterIP": "None",
             "selector": names.selector_labels(parent, names.DB),
-            "ports": [{"name": "db", "port": names.DB_PORT, "targetPort": "db", "protocol": "TCP"}],
+            "ports": [{"name": names.DB, "port": port, "targetPort": names.DB, "protocol": "TCP"}],
         },
     }
 
 
-def cache_service(parent: str) -> Obj:
+def cache_service(parent: str, port: int) -> Obj:
     """Where clients reach the cache: one stable virtual IP over its ready pods."""
     return {
         "apiVersion": "v1",
@@ -113,7 +113,7 @@ def cache_service(parent: str) -> Obj:
         "spec": {
             "type": "ClusterIP",
             "selector": names.selector_labels(parent, names.CACHE),
-            "ports": [{"name": "cache", "port": pods.CACHE_PORT, "targetPort": "cache", "protocol": "TCP"}],
+            "ports": [{"name": "cache", "port": port, "targetPort": "cache", "protocol": "TCP"}],
         },
     }
 

@@ -572,7 +572,14 @@ def test_crd_serves_the_version_the_controller_watches() -> None:
 
 
 def examples() -> list[Obj]:
-    return [doc for path in EXAMPLES for doc in yaml.safe_load_all(path.read_text()) if doc]
+    """The ShardDBs in ``examples/`` (the files also ship the Secrets they reference)."""
+    docs = [doc for path in EXAMPLES for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return [doc for doc in docs if doc.get("kind") == "ShardDB"]
+
+
+def test_examples_ship_only_sharddbs_and_their_secrets() -> None:
+    docs = [doc for path in EXAMPLES for doc in yaml.safe_load_all(path.read_text()) if doc]
+    assert {doc["kind"] for doc in docs} == {"ShardDB", "Secret"}
 
 
 def test_examples_are_sharddbs_the_hooks_accept() -> None:

@@ -214,7 +214,7 @@ class Kubelet(Controller):
             "podIPs": [{"ip": ip}],
             "startTime": stamp,
             "containerStatuses": containers,
-            "qosClass": "BestEffort",
+            "qosClass": pod.get("status", {}).get("qosClass", "BestEffort"),  # set by the server, immutable
         }
 
 

@@ -107,3 +107,81 @@ def test_values_in_other_spellings_send_no_update(loop: Loop) -> None:
     _walk_to(loop, "Available")
     assert [_fields(update) for update in loop.updates] == [[f".metadata.annotations.{SEEDED_SHARDS_ANNOTATION}"]]
     assert loop.parent_stored["status"]["conditions"][2]["status"] == "False"  # Degraded: storage is as asked
+
+
+def _pod_fields(component: str) -> Obj:
+    """Every pod field, set as a user would (values a real pod accepts), quantities in odd spellings."""
+    return {
+        "resources": {"requests": {"cpu": "0.5", "memory": "1024Mi"}, "limits": {"cpu": "1000m", "memory": "1.5Gi"}},
+        "env": [
+            {"name": "TZ", "value": "UTC"},
+            {"name": "POSTGRES_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "demo-db", "key": "password"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+        "envFrom": [{"secretRef": {"name": "demo-extra"}, "prefix": "EXTRA_"}],
+        "podMetadata": {"labels": {"team": "payments"}, "annotations": {"prometheus.io/scrape": "true"}},
+        "nodeSelector": {"disktype": "ssd"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}],
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "labelSelector": {"matchLabels": {"app.kubernetes.io/component": component}},
+                        },
+                    }
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app.kubernetes.io/component": component}},
+            }
+        ],
+        "priorityClassName": "high",
+        "podSecurityContext": {"runAsNonRoot": True, "runAsUser": 999, "fsGroup": 999},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+
+
+EVERY_FIELD_IN_USE: Obj = {
+    **SPEC,
+    "imagePullSecrets": [{"name": "regcred"}],
+    "serviceAccountName": "sharddb-demo",
+    "db": {"port": 5433, "dataPath": "/var/lib/postgresql/data", **_pod_fields("db")},
+    "cache": {"image": "redis:7", "replicas": 2, "port": 6380, **_pod_fields("cache")},
+    "storage": {"size": "0.5Gi"},
+}
+
+
+def test_sharddb_using_every_pod_field_sends_no_update(loop: Loop) -> None:
+    loop.create(EVERY_FIELD_IN_USE)
+    _walk_to(loop, "Available")
+    assert [_fields(update) for update in loop.updates] == [[f".metadata.annotations.{SEEDED_SHARDS_ANNOTATION}"]]
+    progressing = next(c for c in loop.answers[-1]["status"]["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "Complete")
+
+
+def test_every_pod_field_lands_in_the_stored_pods(loop: Loop) -> None:
+    loop.create(EVERY_FIELD_IN_USE)
+    _walk_to(loop, "Available")
+    for kind, name in (("StatefulSet", "demo-db"), ("Deployment", "demo-cache")):
+        pod = loop.kube.get(kind, name, loop.namespace)["spec"]["template"]
+        container = pod["spec"]["containers"][0]
+        assert container["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
+        assert container["resources"]["limits"] == {"cpu": "1", "memory": "1536Mi"}
+        assert container["envFrom"] == [{"secretRef": {"name": "demo-extra"}, "prefix": "EXTRA_"}]
+        assert {"TZ", "POSTGRES_PASSWORD", "POD_IP"} <= {var["name"] for var in container["env"]}
+        assert pod["metadata"]["labels"]["team"] == "payments"
+        assert pod["metadata"]["annotations"] == {"prometheus.io/scrape": "true"}
+        for field in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "priorityClassName"):
+            assert field in pod["spec"], field
+        assert pod["spec"]["serviceAccountName"] == "sharddb-demo"
+        assert pod["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+        assert pod["spec"]["securityContext"]["fsGroup"] == 999
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
