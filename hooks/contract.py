@@ -22,8 +22,9 @@ from .errors import HookError
 
 T = TypeVar("T")
 
-# Kubernetes counts are int32 or int64; a larger number is no Kubernetes object (and could not be answered).
-Int64 = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
+# Kubernetes counts are int32 or int64; a larger number is no Kubernetes object (and could not be
+# answered). Generations stay far below 2**53, where JSON numbers stop being exact everywhere.
+Int64 = Annotated[int, Meta(ge=-(2**53 - 1), le=2**53 - 1)]
 Int32 = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]
 
 
@@ -195,8 +196,9 @@ class CustomizeRequest(_Lean, frozen=True):
     parent: Parent
 
 
-_SYNC = msgspec.json.Decoder(SyncRequest)
-_CUSTOMIZE = msgspec.json.Decoder(CustomizeRequest)
+# Not strict: JSON Schema counts 3.0 as an integer, so a count written 3.0 reads as 3 (3.5 is still refused).
+_SYNC = msgspec.json.Decoder(SyncRequest, strict=False)
+_CUSTOMIZE = msgspec.json.Decoder(CustomizeRequest, strict=False)
 
 
 def decode_sync(body: bytes) -> SyncRequest:
@@ -231,7 +233,7 @@ def decode_customize(body: bytes) -> CustomizeRequest:
 
 
 class _AnyChildren(_Lean, frozen=True):
-    children: dict[str, dict[str, dict[str, Any]]] | None = None
+    children: dict[str, Any] | None = None
 
 
 _ANY_CHILDREN = msgspec.json.Decoder(_AnyChildren)
@@ -246,14 +248,18 @@ def observed_children(body: bytes) -> list[dict[str, Any]]:
 
     They go back out verbatim, so each must look like the object it claims to be.
     """
-    groups = _ANY_CHILDREN.decode(body).children or {}
+    groups = _decode(_ANY_CHILDREN, body).children or {}
     out = []
     for group in sorted(groups):
         kind = kinds.BY_GROUP_KEY.get(group)
-        if kind is None or kind not in kinds.CHILDREN:
+        if kind is None or kind not in kinds.CHILDREN or groups[group] is None:
             continue
+        if not isinstance(groups[group], dict):
+            raise HookError(422, f"children.{group}: Expected `object`")
         for key, child in sorted(groups[group].items()):
             where = f"children.{group}.{key}"
+            if not isinstance(child, dict):
+                raise HookError(422, f"{where}: Expected `object`")
             metadata = child.get("metadata")
             if child.get("kind") not in (None, kind.kind) or not isinstance(metadata, dict):
                 raise HookError(422, f"{where}: not a {kind.kind} with metadata")

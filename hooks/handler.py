@@ -89,6 +89,7 @@ def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finali
 def customize(body: bytes) -> dict[str, Any]:
     """Ask Metacontroller to watch this ShardDB's EndpointSlices and Pods too."""
     request = decode_customize(body)
+    _spec(request.parent)  # a ShardDB the sync hook would refuse is refused here too, naming the field
     name = request.parent.metadata.name
     return {
         "relatedResources": [

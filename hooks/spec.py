@@ -37,6 +37,10 @@ def _integral(value: object) -> object:
 Command = Annotated[list[NonEmpty], Field(min_length=1)]
 
 DEFAULT_STORAGE_SIZE = "1Gi"
+# A Kubernetes quantity's syntax, as the CRD checks it (``quantity.canonical`` checks the rest).
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 MAX_SHARDS = 1024
 MAX_CACHE_REPLICAS = 1024
 MAX_GRACE_SECONDS = 86400
@@ -172,7 +176,7 @@ class _Spec(BaseModel):
 class Storage(_Spec):
     """Per-shard persistent volume; fixed once the StatefulSet exists (immutable there)."""
 
-    size: NonEmpty = DEFAULT_STORAGE_SIZE
+    size: Annotated[str, StringConstraints(pattern=QUANTITY_PATTERN)] = DEFAULT_STORAGE_SIZE
     storage_class_name: NonEmpty | None = Field(default=None, alias="storageClassName")
 
     @field_validator("size")
@@ -225,6 +229,23 @@ class PodFields(_Spec):
     )
 
     _integral = field_validator("port", mode="before")(_integral)
+
+    @field_validator("resources")
+    @classmethod
+    def _quantities(cls, resources: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Pods get requests and limits in the server's spelling, so each must be a quantity it parses.
+
+        The schema's pattern lets through a few the server refuses (``1e.5``).
+        """
+        for part in ("requests", "limits"):
+            for name, value in ((resources or {}).get(part) or {}).items():
+                try:
+                    quantity.canonical(value)
+                except quantity.QuantityError as error:
+                    raise PydanticCustomError(
+                        "quantity", "{part}.{name}: {problem}", {"part": part, "name": name, "problem": str(error)}
+                    ) from None
+        return resources
 
     @property
     def pod_labels(self) -> dict[str, str]:
