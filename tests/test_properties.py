@@ -37,8 +37,8 @@ def desired(body: Obj, kind: str) -> list[Obj]:
     return [c for c in body["children"] if c["kind"] == kind]
 
 
-def one(body: Obj, kind: str) -> Obj | None:
-    found = desired(body, kind)
+def one(body: Obj, kind: str, name: str | None = None) -> Obj | None:
+    found = [c for c in desired(body, kind) if name is None or c["metadata"]["name"] == name]
     assert len(found) <= 1, f"{len(found)} {kind}s desired"
     return found[0] if found else None
 
@@ -63,7 +63,7 @@ def test_every_generated_world_obeys_the_design_rules(world: Observed) -> None:
     # StatefulSet and Service are always returned until finalized.
     if not finalized:
         assert sts is not None
-        assert one(body, "Service") is not None
+        assert one(body, "Service", f"{truth.name}-db") is not None
     replicas = sts["spec"]["replicas"] if sts else 0
 
     # A seed Job that is observed is never dropped (it is the memory of a finished seed).
