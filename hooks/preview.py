@@ -238,8 +238,18 @@ def sharddbs(text: str, source: str) -> list[Obj]:
     return loaded
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML for people: a value used twice is written twice, never as an anchor and an alias."""
+
+    def ignore_aliases(self, _data: Any) -> bool:
+        return True
+
+
 def _dump(obj: object) -> str:
-    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, width=1_000_000, allow_unicode=True)
+    """Block style, keys in the hooks' order, one line per value however long."""
+    return yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1_000_000, allow_unicode=True
+    )
 
 
 def to_yaml(previews: Sequence[Preview]) -> str:
