@@ -25,6 +25,7 @@ HEADER = re.compile(r"^# ShardDB (?P<namespace>\S+)/(?P<name>\S+) at stage (?P<s
 
 Obj = dict[str, Any]
 Child = tuple[str, str, int | None]  # kind, name, replicas (workloads only)
+WORKLOADS = ("StatefulSet", "Deployment")
 
 
 @cache
@@ -53,11 +54,10 @@ def children(output: str) -> set[Child]:
     }
 
 
-WORKLOADS = ("StatefulSet", "Deployment")
-
-
 def sharddbs(path: Path) -> list[Obj]:
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if isinstance(doc, dict) and doc["kind"] == "ShardDB"]
+    return [
+        doc for doc in yaml.safe_load_all(path.read_text()) if isinstance(doc, dict) and doc.get("kind") == "ShardDB"
+    ]
 
 
 def expected(sharddb: Obj, stage: str) -> set[Child]:
