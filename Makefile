@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 PORT ?= 8080
 FLEET ?= 1,20
 BASELINE ?= 086dd9c
+STAGE ?= available
 
-.PHONY: run test unit lint bench bench-fleet crd testbin venv clean
+.PHONY: run render test unit lint bench bench-fleet crd testbin venv clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +19,11 @@ venv: $(BIN)/.installed
 ## Serve the hooks on http://127.0.0.1:$(PORT) (POST /sync, /finalize, /customize).
 run: venv
 	SHARDDB_PORT=$(PORT) $(BIN)/python -m hooks
+
+## Preview offline what the hooks answer for FILE at STAGE (new, ready, available, deleting), as YAML.
+render: venv
+	@test -n "$(FILE)" || { echo "usage: make render FILE=examples/sharddb.yaml [STAGE=new|ready|available|deleting]" >&2; exit 2; }
+	@$(BIN)/python -m hooks render "$(FILE)" --stage "$(STAGE)"
 
 ## Build (once, cached outside the repo) the etcd and kube-apiserver the cluster tests start.
 testbin:

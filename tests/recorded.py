@@ -56,7 +56,8 @@ def folder() -> Path:
     if not (path / "README.md").is_file():
         message = (
             f"recorded Metacontroller requests not found at {path}: place shared/ beside the repository "
-            "or set SHARDDB_RECORDED to the metacontroller-v4.17.2 fixtures folder"
+            "or set SHARDDB_RECORDED to the metacontroller-v4.17.2 fixtures folder "
+            "(CI fails without them; elsewhere the tests that replay them are skipped)"
         )
         if os.environ.get("CI"):
             pytest.fail(message, pytrace=False)

@@ -4,6 +4,13 @@ Each generated world is a whole sync/finalize request in the shapes the API
 server returns (see ``world.py``), any mix of present, absent and half-ready
 children, with the ground truth it was built from kept beside it, so invariants
 are checked against what was generated rather than against a re-reading of it.
+
+Left to chance, a world whose shards are all ready, seeded and registered with no
+cache yet almost never comes up, and the rules guarded by those gates would hold
+vacuously. So half the worlds are syncs, and two in three of those follow a
+``Plan``: one small shard count everywhere, and every gate of the cache open
+or exactly one of them just closed. The rest, teardowns included, stay
+free-form.
 """
 
 from __future__ import annotations
@@ -20,6 +27,35 @@ Obj = dict[str, Any]
 NAMES = st.from_regex(r"[a-z]([a-z0-9-]{0,14}[a-z0-9])?", fullmatch=True)
 NAMESPACES = st.sampled_from(["default", "team-a", "kube-db"])
 SMALL = st.integers(min_value=0, max_value=8)
+# Pods of a component: none at all in about half the worlds (a teardown that is done), else up to 8.
+POD_COUNTS = st.one_of(st.just(0), SMALL)
+# Mostly counts a world can make ready; now and then the maximum, which never is here.
+SHARD_COUNTS = st.sampled_from([1, 2, 3, 4, 5, 6, 1024])
+SEED_NOTE_JUNK = st.sampled_from(["", "x", "-2", "1e3"])
+
+GATES = ("ready", "seeded", "registered")  # what the cache waits for, in the lifecycle's order
+MEMORIES = ("status", "annotation", "job")  # where a finished seed is remembered
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An aligned world: ``shards`` everywhere; the ``closed`` gates are just short of open."""
+
+    shards: int
+    closed: frozenset[str]
+    memory: str  # where the seed is remembered when the "seeded" gate is open
+
+    def open(self, gate: str) -> bool:
+        return gate not in self.closed
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> Plan | None:
+    """Two syncs in three: every gate of the cache open, or exactly one closed (one step from starting it)."""
+    if draw(st.integers(0, 2)) == 0:
+        return None
+    closed = draw(st.sampled_from([frozenset(), *(frozenset({gate}) for gate in GATES)]))
+    return Plan(shards=draw(st.integers(1, 6)), closed=closed, memory=draw(st.sampled_from(MEMORIES)))
 
 
 @dataclass
@@ -89,7 +125,7 @@ def _labels(name: str, component: str) -> Obj:
 def specs(draw: st.DrawFn) -> Obj:
     """ShardDB specs the CRD admits, small enough to stay fast, defaults sometimes spelled out."""
     spec: Obj = {
-        "shards": draw(st.one_of(st.integers(1, 6), st.sampled_from([1024]))),
+        "shards": draw(SHARD_COUNTS),
         "dbImage": draw(st.sampled_from(["postgres:16", "postgres:17.1", "registry.local/pg@sha256:" + "a" * 64])),
         "cache": {"image": draw(st.sampled_from(["redis:7", "valkey/valkey:8"]))},
     }
@@ -253,17 +289,75 @@ def _prior_status(draw: st.DrawFn) -> tuple[Obj | None, int]:
     return status, 0
 
 
+def _planned_status(draw: st.DrawFn, status: Obj | None, seeded: int, plan: Plan) -> tuple[Obj | None, int]:
+    """The parent's status remembers the seed only where the plan says so."""
+    if plan.open("seeded") and plan.memory == "status":
+        seeded = draw(st.integers(plan.shards, 8))
+        return {**(status or {}), "seededShards": seeded}, seeded
+    if seeded >= plan.shards and status is not None:
+        seeded = draw(st.integers(0, plan.shards - 1))
+        return {**status, "seededShards": seeded}, seeded
+    return status, seeded
+
+
+def _seed_note(draw: st.DrawFn, plan: Plan | None) -> str | None:
+    """The StatefulSet's seed annotation: any count or junk; under a plan, a count only where it says."""
+    if plan is None:
+        return draw(st.one_of(st.none(), st.integers(0, 8).map(str), SEED_NOTE_JUNK))
+    if plan.open("seeded") and plan.memory == "annotation":
+        return str(draw(st.integers(plan.shards, 8)))
+    return draw(st.one_of(st.none(), st.integers(0, plan.shards - 1).map(str), SEED_NOTE_JUNK))
+
+
+def _seed_jobs(draw: st.DrawFn, plan: Plan | None) -> dict[int, str]:
+    """Seed Jobs by shard count and outcome; under a plan, a complete one covers the shards only where it says."""
+    jobs = draw(st.dictionaries(st.integers(1, 9), st.sampled_from(["active", "complete", "failed"]), max_size=3))
+    if plan is None:
+        return jobs
+    if plan.open("seeded") and plan.memory == "job":
+        jobs[draw(st.integers(plan.shards, 9))] = "complete"
+    elif not plan.open("seeded"):
+        jobs = {n: "failed" if outcome == "complete" and n >= plan.shards else outcome for n, outcome in jobs.items()}
+        if draw(st.booleans()):  # nothing in the way of a new seed: only finished seeds of smaller counts
+            jobs = {n: outcome for n, outcome in jobs.items() if n < plan.shards and outcome != "active"}
+    return jobs
+
+
+def _endpoint_conditions(draw: st.DrawFn, plan: Plan | None) -> dict[int, bool | None]:
+    """Endpoint readiness by ordinal (unset counts as ready); under a plan, every shard registered or one not."""
+    conditions = st.sampled_from([True, None, False])
+    if plan is None:
+        return {ordinal: draw(conditions) for ordinal in sorted(draw(st.sets(st.integers(0, 8), max_size=8)))}
+    found: dict[int, bool | None] = {ordinal: draw(st.sampled_from([True, None])) for ordinal in range(plan.shards)}
+    for ordinal in sorted(draw(st.sets(st.integers(plan.shards, 8), max_size=2))):
+        found[ordinal] = draw(conditions)
+    if not plan.open("registered"):
+        missing = draw(st.integers(0, plan.shards - 1))
+        if draw(st.booleans()):
+            found[missing] = False
+        else:
+            del found[missing]
+    return found
+
+
 @st.composite
 def observed_worlds(draw: st.DrawFn) -> Observed:
     """One observed world for one ShardDB, with its truth."""
     name = draw(NAMES)
+    # Which hook Metacontroller calls: sync, finalize once deletion is marked, or finalize before the mark is seen.
+    call = draw(st.sampled_from(["sync", "sync", "finalize", "finalize-unmarked"]))
+    plan = draw(plans()) if call == "sync" else None
     spec = draw(specs())
+    if plan is not None:
+        spec["shards"] = plan.shards
     parent = sharddb(name=name, namespace=draw(NAMESPACES), **spec)
     parent["metadata"]["generation"] = draw(st.integers(1, 9))
-    finalizing = draw(st.booleans())
+    finalizing = call == "finalize"
     if finalizing:
         parent["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
     status, status_seeded = _prior_status(draw)
+    if plan is not None:
+        status, status_seeded = _planned_status(draw, status, status_seeded, plan)
     if status is not None:
         parent["status"] = status
     world: Obj = {
@@ -287,29 +381,31 @@ def observed_worlds(draw: st.DrawFn) -> Observed:
     )
     groups: dict[str, dict[str, Obj]] = {}
 
-    if draw(st.booleans()):
-        replicas = draw(st.integers(1, 8))
-        status_replicas = draw(st.integers(0, replicas))
-        ready = draw(st.integers(0, status_replicas))
-        seeded_note = draw(st.one_of(st.none(), st.integers(0, 8).map(str), st.sampled_from(["", "x", "-2", "1e3"])))
+    if plan is not None or draw(st.booleans()):
+        if plan is None:
+            replicas = draw(st.integers(0, 8))  # zero: scaled down by a teardown or a hibernation
+            status_replicas = draw(st.integers(0, replicas))
+            ready = draw(st.integers(0, status_replicas))
+        else:
+            replicas = status_replicas = plan.shards
+            ready = replicas if plan.open("ready") else draw(st.integers(0, replicas - 1))
+        seeded_note = _seed_note(draw, plan)
         sts = _statefulset(world, name, replicas, status_replicas, ready, seeded_note)
         groups.setdefault("StatefulSet.apps/v1", {})[key(sts)] = sts
         truth.sts_replicas, truth.sts_ready = replicas, ready
-        truth.sts_at_zero = False  # replicas >= 1
+        truth.sts_at_zero = replicas == 0 and status_replicas == 0
         if seeded_note is not None and seeded_note.isdecimal():
             truth.seeded = max(truth.seeded, int(seeded_note))
     if draw(st.booleans()):
         service = _service(world, name)
         groups.setdefault("Service.v1", {})[key(service)] = service
-    for shards, outcome in draw(
-        st.dictionaries(st.integers(1, 9), st.sampled_from(["active", "complete", "failed"]), max_size=3)
-    ).items():
+    for shards, outcome in _seed_jobs(draw, plan).items():
         job = _job(world, name, shards, outcome)
         groups.setdefault("Job.batch/v1", {})[key(job)] = job
         truth.jobs.add(shards)
         if outcome == "complete":
             truth.seeded = max(truth.seeded, shards)
-    if draw(st.booleans()):
+    if plan is None and draw(st.booleans()):  # a planned world has no cache yet: its gates decide
         replicas = draw(st.integers(0, 4))
         status_replicas = draw(st.integers(0, replicas + 1))
         deployment = _deployment(
@@ -327,10 +423,9 @@ def observed_worlds(draw: st.DrawFn) -> Observed:
     world["children"] = groups
 
     endpoints: list[Obj] = []
-    for ordinal in sorted(draw(st.sets(st.integers(0, 8), max_size=8))):
-        condition = draw(st.sampled_from([True, None, False]))  # unset counts as ready
+    for ordinal, condition in sorted(_endpoint_conditions(draw, plan).items()):
         endpoints.append(_endpoint(ordinal, f"{name}-db-{ordinal}", condition))
-        if condition is not False:
+        if condition is not False:  # unset counts as ready
             truth.registered.add(ordinal)
     slices = [_slice(world, f"{name}-db", "abcde", endpoints)]
     if draw(st.booleans()):  # another Service's endpoints never count
@@ -339,7 +434,7 @@ def observed_worlds(draw: st.DrawFn) -> Observed:
 
     pods: list[Obj] = []
     for component, prefix in (("db", f"{name}-db-"), ("cache", f"{name}-cache-7c9f-")):
-        for index in range(draw(SMALL)):
+        for index in range(draw(POD_COUNTS)):
             phase = draw(st.sampled_from(["Running", "Running", "Pending", "Succeeded", "Failed"]))
             terminating = draw(st.booleans())
             pods.append(_pod(world, name, f"{prefix}{index}", component, phase, terminating, name))
@@ -354,6 +449,6 @@ def observed_worlds(draw: st.DrawFn) -> Observed:
         "EndpointSlice.discovery.k8s.io/v1": {key(s): s for s in slices},
         "Pod.v1": {key(p): p for p in pods},
     }
-    finalize = draw(st.booleans()) if not finalizing else True
+    finalize = call != "sync"
     truth.finalizing = finalizing or finalize
     return Observed(request=world, finalize=finalize, truth=truth)

@@ -1,14 +1,13 @@
 """Every kustomize overlay applies to a real API server with strict field validation.
 
-Metacontroller's own CRDs come from the file named by SHARDDB_METACONTROLLER_CRDS
-(kept outside the repository), so the server validates our CompositeController
-against its real schema. The apply is a server-side dry run: admission and
-validation run in full, nothing is stored.
+Metacontroller's own CRDs are installed first (found by ``metacontroller_crds``:
+a path, ``shared/`` beside the repository, or the pinned release, verified), so
+the server validates our CompositeController against its real schema. The apply
+is a server-side dry run: admission and validation run in full, nothing is stored.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import yaml
 
 from .conftest import ROOT
 from .kube import Kube, error_message
+from .metacontroller_crds import CrdsNotFoundError, resolve
 
 pytestmark = pytest.mark.cluster
 
@@ -25,15 +25,12 @@ METACONTROLLER_CRDS = ("compositecontrollers", "decoratorcontrollers", "controll
 
 
 def metacontroller_crds_file() -> Path:
-    default = ROOT.parent / "shared" / "metacontroller" / "metacontroller-crds-v1.yaml"
-    path = Path(os.environ.get("SHARDDB_METACONTROLLER_CRDS") or default)
-    if not path.is_file():
-        pytest.fail(
-            f"Metacontroller's CRDs not found at {path}: set SHARDDB_METACONTROLLER_CRDS to "
-            "metacontroller-crds-v1.yaml (shared/metacontroller/ beside the repository)",
-            pytrace=False,
-        )
-    return path
+    """The CRD file, or a failure that says the three ways to provide it."""
+    try:
+        return resolve()
+    except CrdsNotFoundError as error:
+        problem = str(error)
+    pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="module")
