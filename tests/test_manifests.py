@@ -31,6 +31,7 @@ from hooks.app import app
 from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
 
+from .cluster import metacontroller_crds as metacontroller_crds_file
 from .world import World
 
 Obj = dict[str, Any]
@@ -188,10 +189,11 @@ def crd_schema(crd: Obj, version: str) -> Obj:
 
 
 def metacontroller_crds() -> list[Obj]:
-    """Metacontroller's own CRDs, as data: from SHARDDB_METACONTROLLER_CRDS or shared/ beside the repo."""
-    default = REPO.parent / "shared" / "metacontroller" / "metacontroller-crds-v1.yaml"
-    path = Path(os.environ.get("SHARDDB_METACONTROLLER_CRDS", default))
-    assert path.is_file(), f"Metacontroller's CRDs not found at {path}; set SHARDDB_METACONTROLLER_CRDS"
+    """Metacontroller's own CRDs, as data: a path, shared/ beside the repo, or the pinned release (cached)."""
+    try:
+        path = metacontroller_crds_file.resolve()
+    except metacontroller_crds_file.CrdsNotFoundError as error:
+        pytest.fail(str(error), pytrace=False)
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
