@@ -99,6 +99,11 @@ CASES: dict[str, tuple[bytes, int, str]] = {
     "empty seed command": (mutate(spec_field("seedCommand", [])), 422, "parent.spec.seedCommand"),
     "storage size no quantity": (mutate(spec_field("storage", {"size": "lots"})), 422, "parent.spec.storage.size"),
     "paused not a boolean": (mutate(spec_field("paused", "yes")), 422, "parent.spec.paused"),
+    "a pod field with an integer beyond 64 bits": (
+        mutate(spec_field("db", {"podSecurityContext": {"supplementalGroups": [10**28]}})),
+        422,
+        "parent.spec: an integer beyond 64 bits",
+    ),
     "cpu limit not a quantity": (
         mutate(spec_field("db", {"resources": {"limits": {"cpu": "lots"}}})),
         422,
