@@ -223,9 +223,9 @@ def _check_passthrough(request: SyncRequest) -> None:
     for key, deployment in (children.deployments or {}).items():
         parts.append((f"children.{kinds.DEPLOYMENT.group_key}.{key}.spec.template", deployment.spec.template))
     for where, value in parts:
-        problem = unfit(value)
+        problem = unfit(value, where)
         if problem:
-            raise HookError(422, f"{where}: {problem}")
+            raise HookError(422, problem)
 
 
 def decode_customize(body: bytes) -> CustomizeRequest:
@@ -265,27 +265,29 @@ def observed_children(body: bytes) -> list[dict[str, Any]]:
                 raise HookError(422, f"{where}: not a {kind.kind} with metadata")
             if not isinstance(metadata.get("name"), str) or not metadata["name"]:
                 raise HookError(422, f"{where}.metadata.name: Field required")
-            problem = unfit(child)
+            problem = unfit(child, where)
             if problem:
-                raise HookError(422, f"{where}: {problem}")
+                raise HookError(422, problem)
             out.append({"apiVersion": kind.api_version, "kind": kind.kind, **child})
     return out
 
 
-def unfit(value: Any) -> str:
-    """Why ``value`` could not go back out as JSON a Kubernetes client reads, or ''.
+def unfit(value: Any, where: str = "") -> str:
+    """Why ``value`` could not go back out as JSON a Kubernetes client reads (``path: problem``), or ''.
 
     Walked without recursion, so no input can exhaust the stack.
     """
-    stack = [(value, 1)]
+    stack: list[tuple[Any, int, str]] = [(value, 1, where)]
     while stack:
-        node, level = stack.pop()
+        node, level, path = stack.pop()
         if level > MAX_CHILD_DEPTH:
-            return f"nested deeper than {MAX_CHILD_DEPTH} levels"
+            return f"{path}: nested deeper than {MAX_CHILD_DEPTH} levels"
         if isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**63:
-            return "an integer beyond 64 bits"
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((child, level + 1) for child in children)
+            return f"{path}: an integer beyond 64 bits"
+        if isinstance(node, dict):
+            stack.extend((child, level + 1, f"{path}.{key}") for key, child in node.items())
+        elif isinstance(node, list):
+            stack.extend((child, level + 1, f"{path}.{index}") for index, child in enumerate(node))
     return ""
 
 

@@ -41,9 +41,9 @@ class Outcome:
 
 def _spec(parent: Parent) -> ShardDBSpec:
     """The user's spec; its core/v1 values reach the pods as written, so they must be sendable JSON."""
-    problem = unfit(parent.spec)
+    problem = unfit(parent.spec, "parent.spec")
     if problem:
-        raise HookError(422, f"parent.spec: {problem}")
+        raise HookError(422, problem)
     try:
         return ShardDBSpec.model_validate(parent.spec)
     except ValidationError as error:
