@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -53,10 +53,23 @@ def _closed(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Kubernetes' integer formats, enforced: a number outside them is no Kubernetes value (and no JSON we could send).
+def _within(bits: int) -> Callable[[object], bool]:
+    def check(value: object) -> bool:
+        return not isinstance(value, int) or isinstance(value, bool) or -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+
+    return check
+
+
+FORMATS = jsonschema.FormatChecker(formats=())
+FORMATS.checks("int32")(_within(32))
+FORMATS.checks("int64")(_within(64))
+
+
 @functools.cache
 def _validator(field: str) -> Any:
     schema = _closed(crd_schema(field))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
 
 
 def _problems(error: Any) -> Iterator[InitErrorDetails]:

@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from . import kinds, names, render
 from .conditions import stamp
-from .contract import Parent, decode_customize, decode_sync, observed_children, unfit
-from .errors import HookError, from_validation
+from .contract import Parent, decode_customize, decode_sync, observed_children
+from .errors import from_validation
 from .lifecycle import Decision, changes, decide
 from .snapshot import Snapshot, observe
 from .spec import ShardDBSpec
@@ -40,10 +40,6 @@ class Outcome:
 
 
 def _spec(parent: Parent) -> ShardDBSpec:
-    """The user's spec; its core/v1 values reach the pods as written, so they must be sendable JSON."""
-    problem = unfit(parent.spec, "parent.spec")
-    if problem:
-        raise HookError(422, problem)
     try:
         return ShardDBSpec.model_validate(parent.spec)
     except ValidationError as error:

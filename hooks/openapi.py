@@ -23,7 +23,11 @@ def components() -> dict[str, Any]:
     schemas.update(spec.pop("$defs", {}))
     schemas["ShardDBSpec"] = spec
     schemas["Parent"]["properties"]["spec"] = {"$ref": REF.format(name="ShardDBSpec")}
-    # Parts of observed children the answer may carry back must hold only what JSON can carry back.
+    # Parts of observed children the answer may carry back must hold only what JSON can carry back;
+    # so must the fields the hooks skip, since a paused ShardDB answers with whole children.
+    for schema in schemas.values():
+        if schema.get("type") == "object" and "properties" in schema:
+            schema.setdefault("additionalProperties", {"$ref": REF.format(name="JsonValue")})
     schemas["JsonValue"] = JSON_VALUE
     for owner, fields in (("StatefulSetSpec", ("template",)), ("DeploymentSpec", ("template",))):
         for field in fields:
