@@ -176,7 +176,7 @@ class _Spec(BaseModel):
 class Storage(_Spec):
     """Per-shard persistent volume; fixed once the StatefulSet exists (immutable there)."""
 
-    size: Annotated[str, StringConstraints(pattern=QUANTITY_PATTERN)] = DEFAULT_STORAGE_SIZE
+    size: Annotated[str, StringConstraints(min_length=1, pattern=QUANTITY_PATTERN)] = DEFAULT_STORAGE_SIZE
     storage_class_name: NonEmpty | None = Field(default=None, alias="storageClassName")
 
     @field_validator("size")
