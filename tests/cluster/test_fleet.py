@@ -75,3 +75,11 @@ def test_fleet_idle_window_is_measured_apart(fleet: FleetResult) -> None:
     assert fleet.idle.seconds >= OPTIONS.idle_seconds
     assert fleet.bringup.seconds == fleet.seconds
     assert fleet.bringup.failed_syncs == 0
+
+
+def test_fleet_bring_up_sends_no_update_that_changes_nothing(fleet: FleetResult) -> None:
+    assert fleet.bringup.noop_updates == 0
+
+
+def test_fleet_held_idle_writes_nothing(fleet: FleetResult) -> None:
+    assert fleet.idle.total_writes == 0
