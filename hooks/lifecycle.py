@@ -381,6 +381,24 @@ def _hibernate(snap: Snapshot) -> Decision:
     phase = Phase.HIBERNATED if asleep else Phase.HIBERNATING
     if asleep:
         message = "shards and cache are stopped; volumes and seed memory are kept"
+    conditions = (
+        ConditionState("Available", False, "Hibernated", "spec.hibernated is true"),
+        ConditionState("Progressing", not asleep, phase.value, message),
+        ConditionState("Degraded", False, "AsExpected", "No problems observed."),
+    )
+    return _stopping(snap, phase, shards, cache_replicas, conditions)
+
+
+def _stopping(
+    snap: Snapshot,
+    phase: Phase,
+    shards: int,
+    cache_replicas: int | None,
+    conditions: tuple[ConditionState, ...],
+    finalized: bool = False,
+) -> Decision:
+    """A teardown's answer (deletion or hibernation): no new seed, no budgets, no cache Service."""
+    sts, cache = snap.statefulset, snap.cache
     size, storage_class = _storage(snap)
     policy, claim_templates = _immutable(snap)
     return Decision(
@@ -395,11 +413,8 @@ def _hibernate(snap: Snapshot) -> Decision:
         registered_shards=len(snap.registered),
         cache_ready_replicas=cache.ready if cache else 0,
         cache_ready=False,
-        conditions=(
-            ConditionState("Available", False, "Hibernated", "spec.hibernated is true"),
-            ConditionState("Progressing", not asleep, phase.value, message),
-            ConditionState("Degraded", False, "AsExpected", "No problems observed."),
-        ),
+        conditions=conditions,
+        finalized=finalized,
         pod_management_policy=policy,
         claim_templates=claim_templates,
     )
@@ -429,30 +444,13 @@ def _finalize(snap: Snapshot) -> Decision:
     else:
         phase = Phase.FINALIZED
         message = "cache and shards are gone; volumes are kept"
-    size, storage_class = _storage(snap)
-    policy, claim_templates = _immutable(snap)
     done = phase == Phase.FINALIZED
-    return Decision(
-        phase=phase,
-        shards=shards,
-        storage_size=size,
-        storage_class=storage_class,
-        seeded_shards=_seeded(snap),
-        seed_jobs=tuple(job.shards for job in snap.seed_jobs),
-        cache_replicas=0 if cache is not None else None,
-        ready_shards=sts.ready if sts else 0,
-        registered_shards=len(snap.registered),
-        cache_ready_replicas=cache.ready if cache else 0,
-        cache_ready=False,
-        conditions=(
-            ConditionState("Available", False, "Deleting", "the ShardDB is being deleted"),
-            ConditionState("Progressing", not done, phase.value, message),
-            ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
-        ),
-        finalized=done,
-        pod_management_policy=policy,
-        claim_templates=claim_templates,
+    conditions = (
+        ConditionState("Available", False, "Deleting", "the ShardDB is being deleted"),
+        ConditionState("Progressing", not done, phase.value, message),
+        ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
     )
+    return _stopping(snap, phase, shards, 0 if cache is not None else None, conditions, finalized=done)
 
 
 def changes(snap: Snapshot, decision: Decision) -> list[str]:
