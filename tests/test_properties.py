@@ -218,3 +218,47 @@ def test_finalize_completes_exactly_when_cache_and_shards_are_gone(world: Observ
         and truth.sts_at_zero in (None, True)
     )
     assert run(world.request, finalize=True)["finalized"] == gone
+
+
+def _with_spec(world: Observed, **flags: bool) -> Obj:
+    request = copy.deepcopy(world.request)
+    request["parent"]["spec"].update(flags)
+    return request
+
+
+@worlds(800)
+@given(observed_worlds())
+def test_a_paused_world_answers_every_observed_child_and_nothing_else(world: Observed) -> None:
+    request = _with_spec(world, paused=True)
+    body = run(request, world.finalize)
+    if world.truth.finalizing:
+        return  # deletion tears down whatever the spec says: the rules above hold it
+    observed = {
+        (child.get("kind") or group.split(".")[0], child["metadata"]["name"])
+        for group, children in (request.get("children") or {}).items()
+        for child in (children or {}).values()
+    }
+    assert {(c["kind"], c["metadata"]["name"]) for c in body["children"]} == observed
+    progressing = next(c for c in body["status"]["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "Paused")
+
+
+@worlds(800)
+@given(observed_worlds())
+def test_a_hibernating_world_only_takes_things_down_in_order(world: Observed) -> None:
+    truth = world.truth
+    body = run(_with_spec(world, hibernated=True), world.finalize)
+    if truth.finalizing:
+        return
+    sts = one(body, "StatefulSet")
+    cache = one(body, "Deployment")
+    replicas = sts["spec"]["replicas"] if sts else 0
+    # Nothing new: no seed Job, no cache, no budget, no cache Service.
+    assert seed_counts(body, truth.name) == truth.jobs
+    assert cache is None or (truth.cache_observed and cache["spec"]["replicas"] == 0)
+    assert desired(body, "PodDisruptionBudget") == []
+    assert [s["metadata"]["name"] for s in desired(body, "Service")] == [f"{truth.name}-db"]
+    # The shards stop only once no cache pod is left (a Terminating one may still flush).
+    if truth.cache_pods or truth.cache_observed:
+        assert replicas >= (truth.sts_replicas or 0)
+    assert body["status"]["phase"] in ("Hibernating", "Hibernated")
