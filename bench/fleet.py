@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.cluster.apiserver import ControlPlane, ControlPlaneError, build_binaries
+from tests.cluster.apiserver import build_binaries, start_plane
 
 from .run import machine
 from .sim.api import Endpoint, Obj
@@ -267,20 +267,6 @@ def table(versions: list[Version], options: Options) -> str:
 
 
 # --- command line ------------------------------------------------------------------------
-
-
-def start_plane(bin_dir: Path, attempts: int = 2) -> ControlPlane:
-    """etcd and kube-apiserver; a second try covers a free port taken in between."""
-    for attempt in range(1, attempts + 1):
-        plane = ControlPlane(bin_dir)
-        try:
-            plane.start()
-        except ControlPlaneError:
-            if attempt == attempts:
-                raise
-            continue
-        return plane
-    raise AssertionError("unreachable")
 
 
 def _sizes(text: str) -> tuple[int, ...]:

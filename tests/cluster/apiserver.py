@@ -260,3 +260,17 @@ class ControlPlane:
                     process.wait()
         self.processes.clear()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_plane(bin_dir: Path, attempts: int = 2) -> ControlPlane:
+    """Start etcd and kube-apiserver; a second try covers a free port taken in between."""
+    for attempt in range(1, attempts + 1):
+        plane = ControlPlane(bin_dir)
+        try:
+            plane.start()
+        except ControlPlaneError:
+            if attempt == attempts:
+                raise
+            continue
+        return plane
+    raise AssertionError("unreachable")

@@ -15,26 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from .apiserver import ControlPlane, ControlPlaneError, build_binaries
+from .apiserver import ControlPlane, ControlPlaneError, build_binaries, start_plane
 from .kube import Kube
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_NAME = "sharddbs.mygroup.example.com"
 _namespaces = itertools.count(1)
-
-
-def _start(bin_dir: Path, attempts: int = 2) -> ControlPlane:
-    """Start etcd and kube-apiserver; a second try covers a free port taken in between."""
-    for attempt in range(1, attempts + 1):
-        plane = ControlPlane(bin_dir)
-        try:
-            plane.start()
-        except ControlPlaneError:
-            if attempt == attempts:
-                raise
-            continue
-        return plane
-    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +29,7 @@ def control_plane() -> Iterator[ControlPlane]:
         pytest.fail("cluster tier: kubectl is required on PATH (kustomize rendering and kubectl checks)", pytrace=False)
     problem = None
     try:
-        plane = _start(build_binaries())
+        plane = start_plane(build_binaries())
     except ControlPlaneError as error:
         problem = str(error)
     if problem is not None:
