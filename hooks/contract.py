@@ -137,13 +137,23 @@ class ContainerStateWaiting(_Lean, frozen=True):
     message: str = ""
 
 
+class ContainerStateTerminated(_Lean, frozen=True):
+    exit_code: Int32 = 0
+    reason: str = ""
+
+
 class ContainerState(_Lean, frozen=True):
     waiting: ContainerStateWaiting | None = None
+    terminated: ContainerStateTerminated | None = None
 
 
 class ContainerStatus(_Lean, frozen=True):
     name: str = ""
+    image: str = ""
+    ready: bool = False
+    restart_count: Int32 = 0
     state: ContainerState = ContainerState()
+    last_state: ContainerState = ContainerState()
 
 
 class PodStatus(_Lean, frozen=True):

@@ -55,7 +55,7 @@ def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Ou
         snap = replace(snap, finalizing=True)
     decision = decide(snap)
     reply = answer(snap, decision, now, finalize=finalize)
-    if decision.paused:
+    if decision.frozen:
         reply["children"] = render.frozen(observed_children(body))
     return Outcome(
         body=reply,
@@ -91,6 +91,8 @@ def customize(body: bytes) -> dict[str, Any]:
     request = decode_customize(body)
     _spec(request.parent)  # a ShardDB the sync hook would refuse is refused here too, naming the field
     name = request.parent.metadata.name
+    if len(name) > names.LABEL_VALUE_MAX:
+        return {"relatedResources": []}  # no selector can name it, and no pod of ours carries it
     return {
         "relatedResources": [
             {

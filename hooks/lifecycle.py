@@ -28,6 +28,8 @@ class Phase(StrEnum):
     FINALIZED = "Finalized"
     HIBERNATING = "Hibernating"
     HIBERNATED = "Hibernated"
+    NAME_TOO_LONG = "NameTooLong"
+    NAME_INVALID = "NameInvalid"
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Decision:
     budgets: frozenset[str] = frozenset()
     cache_service: bool = False  # the cache's ClusterIP Service, with the cache while it serves
     cache_held: bool = False  # the cache keeps its current pod template until the shards have rolled
-    paused: bool = False  # every observed child is answered as it is; nothing created or deleted
+    frozen: bool = False  # every observed child is answered as it is; nothing created or deleted
     updated_shards: int = 0
     update_revision: str = ""
     cache_updated_replicas: int = 0
@@ -76,6 +78,9 @@ def decide(snap: Snapshot) -> Decision:
     """
     if snap.finalizing:
         return _finalize(snap)
+    unfit = names.unfit(snap.name)
+    if unfit is not None:
+        return _unfit(snap, *unfit)
     if snap.spec.hibernated and not snap.spec.paused:
         return _hibernate(snap)
     decision = _sync(snap)
@@ -88,7 +93,20 @@ def _paused(decision: Decision) -> Decision:
     progressing = ConditionState(
         "Progressing", False, "Paused", "spec.paused is true: children are kept exactly as they are"
     )
-    return replace(decision, paused=True, conditions=(available, progressing, degraded))
+    return replace(decision, frozen=True, conditions=(available, progressing, degraded))
+
+
+def _unfit(snap: Snapshot, reason: str, message: str) -> Decision:
+    """A name no child can run under (an older CRD let it in): create nothing, keep what exists."""
+    sts = snap.statefulset
+    conditions = (
+        ConditionState("Available", False, reason, "no child can run under this name"),
+        ConditionState("Progressing", False, reason, "nothing is created until the ShardDB is recreated"),
+        ConditionState("Degraded", True, reason, message),
+    )
+    phase = Phase(reason)
+    cache_replicas = snap.cache.replicas if snap.cache else None
+    return replace(_stopping(snap, phase, sts.replicas if sts else 0, cache_replicas, conditions), frozen=True)
 
 
 def _storage(snap: Snapshot) -> tuple[str, str | None]:
@@ -202,7 +220,7 @@ def _sync(snap: Snapshot) -> Decision:
             "Degraded",
             bool(problems),
             problems[0][0] if problems else "AsExpected",
-            "; ".join(message for _, message in problems) if problems else "No problems observed.",
+            _capped("; ".join(message for _, message in problems)) if problems else "No problems observed.",
         ),
     )
     return Decision(
@@ -263,9 +281,7 @@ def _progressing(
 ) -> ConditionState:
     """Moving toward the spec: the lifecycle's next gate, else a rollout, else complete."""
     if seed_failed:
-        return ConditionState(
-            "Progressing", False, "SeedFailed", f"seed Job {names.seed_job_name(snap.name, shards)} failed"
-        )
+        return ConditionState("Progressing", False, "SeedFailed", _seed_failure(snap, shards))
     if phase != Phase.AVAILABLE:
         return ConditionState(
             "Progressing", True, phase.value, _progress_message(snap, phase, shards, ready, registered)
@@ -294,19 +310,19 @@ def _problems(
     """Reasons the ShardDB is worse than asked for, most pressing first."""
     spec = snap.spec
     problems: list[tuple[str, str]] = []
+    failing = _failing_pods(snap)
+    if names.DB in failing:
+        problems.append(("ShardPodsFailing", f"shard pods cannot start: {failing[names.DB]}"))
     if seed_failed:
-        job = names.seed_job_name(snap.name, shards)
-        problems.append(("SeedFailed", f"seed Job {job} failed; inspect its logs, then delete it to retry"))
+        problems.append(("SeedFailed", f"{_seed_failure(snap, shards)}; inspect its logs, then delete it to retry"))
+    if names.SEED in failing:
+        problems.append(("SeedPodsFailing", f"seed pods cannot start: {failing[names.SEED]}"))
     if snap.cache is not None and not serving_ok:
         problems.append(("ShardsUnavailable", "the cache is up but not every serving shard is ready and registered"))
+    if names.CACHE in failing:
+        problems.append(("CachePodsFailing", f"cache pods cannot start: {failing[names.CACHE]}"))
     if snap.cache is not None and snap.cache.stuck:
         problems.append(("CacheRolloutStuck", "the cache Deployment exceeded its progress deadline"))
-    if snap.stuck_pods:
-        shown = ", ".join(
-            f"{pod.name}: {pod.reason}" + (f" ({pod.message})" if pod.message else "") for pod in snap.stuck_pods[:3]
-        )
-        more = f" and {len(snap.stuck_pods) - 3} more" if len(snap.stuck_pods) > 3 else ""
-        problems.append(("PodsNotStarting", f"pods cannot start: {shown}{more}"))
     if spec.shards < shards:
         problems.append(
             (
@@ -324,6 +340,37 @@ def _problems(
             )
         )
     return problems
+
+
+SHOWN_PODS = 3  # per component; the rest are counted
+MESSAGE_MAX = 1024  # a condition message stays readable in `kubectl describe`
+
+
+def _capped(message: str) -> str:
+    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+def _failing_pods(snap: Snapshot) -> dict[str, str]:
+    """Per component, the pods that cannot start and why, most pressing first (snapshot order)."""
+    listed: dict[str, list[str]] = {}
+    for pod in snap.stuck_pods:
+        listed.setdefault(pod.component, []).append(
+            f"{pod.name}: {pod.reason}" + (f" ({pod.detail})" if pod.detail else "")
+        )
+    return {
+        component: ", ".join(lines[:SHOWN_PODS])
+        + (f" and {len(lines) - SHOWN_PODS} more" if len(lines) > SHOWN_PODS else "")
+        for component, lines in listed.items()
+    }
+
+
+def _seed_failure(snap: Snapshot, shards: int) -> str:
+    """Which seed Job failed and the Job controller's reason (a deadline, too many retries)."""
+    job = snap.seed_job(shards)
+    text = f"seed Job {names.seed_job_name(snap.name, shards)} failed"
+    if job is not None and job.reason:
+        text += f": {job.reason}" + (f" ({job.message})" if job.message else "")
+    return text
 
 
 def _available_reason(snap: Snapshot, available: bool, serving_ok: bool, phase: Phase) -> str:

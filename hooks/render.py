@@ -181,6 +181,7 @@ def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj
         "kind": "Job",
         "metadata": _meta(names.seed_job_name(parent, shards), parent, names.SEED),
         "spec": {
+            "activeDeadlineSeconds": spec.seed_timeout_seconds,
             "backoffLimit": 6,
             "template": pods.seed_template(parent, namespace, spec, shards),
         },

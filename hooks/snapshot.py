@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import contract, names
-from .contract import Condition, Deployment, EndpointSlice, Job, Pod, SyncRequest
+from .contract import Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
 from .spec import MAX_SHARDS, ShardDBSpec
 
 
@@ -76,12 +76,21 @@ class CacheView:
 
 @dataclass(frozen=True)
 class StuckPod:
-    """A pod that cannot start on its own: a crash loop, an image that cannot be pulled, no node."""
+    """A pod that cannot start on its own: a crash loop, an image that cannot be pulled, no node.
+
+    ``detail`` holds only facts that stay put while nothing changes (the image, the exit
+    code, the missing Secret), never the kubelet's back-off timer, so status stays still.
+    """
 
     name: str
     component: str
     reason: str
-    message: str
+    detail: str
+    ordinal: int = -1  # a shard pod's ordinal, so db-10 sorts after db-9
+
+    def sort_key(self) -> tuple[int, int, str]:
+        """Furthest from running first, then shards by ordinal."""
+        return (STUCK_ORDER.index(self.reason), self.ordinal, self.name)
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,8 @@ class SeedJobView:
     shards: int
     succeeded: bool
     failed: bool
+    reason: str = ""  # the Job controller's reason for failing (DeadlineExceeded, BackoffLimitExceeded)
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,7 +148,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
                     replicas=sts.spec.replicas if sts.spec.replicas is not None else 1,
                     status_replicas=sts.status.replicas,
                     ready=sts.status.ready_replicas,
-                    seeded_annotation=_int(sts.metadata.annotations.get(names.SEEDED_SHARDS_ANNOTATION)),
+                    seeded_annotation=names.count(sts.metadata.annotations.get(names.SEEDED_SHARDS_ANNOTATION)),
                     storage_size=size,
                     storage_class=storage_class,
                     pod_management_policy=sts.spec.pod_management_policy,
@@ -175,7 +186,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
                 continue  # a finished pod cannot be flushing or serving
             problem = _stuck(pod)
             if problem is not None and pod.metadata.deletion_timestamp is None:
-                stuck.append(problem)
+                stuck.append(replace(problem, ordinal=names.shard_ordinal(name, pod.metadata.name) or 0))
             component = labels.get(names.COMPONENT_LABEL)
             if component == names.CACHE:
                 cache_pods += 1
@@ -199,7 +210,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
         registered=registered,
         cache_pods=cache_pods,
         shard_pods=shard_pods,
-        stuck_pods=tuple(sorted(stuck, key=lambda pod: pod.name)),
+        stuck_pods=tuple(sorted(stuck, key=StuckPod.sort_key)),
     )
 
 
@@ -229,35 +240,61 @@ def _claim_storage(templates: list[dict[str, Any]]) -> tuple[str | None, str | N
 # Metacontroller's dynamic apply keeps the last desired object of each child here.
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 
-# Waiting reasons of a container that will not get better by waiting.
-STUCK_REASONS = frozenset(
-    {
-        "CrashLoopBackOff",
-        "ImagePullBackOff",
-        "ErrImagePull",
-        "InvalidImageName",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
-    }
+# Why a pod cannot start, furthest from running first: the order Degraded reports them in.
+STUCK_ORDER = (
+    "Unschedulable",
+    "InvalidImageName",
+    "ImagePullBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+    "CrashLoopBackOff",
 )
+IMAGE_REASONS = frozenset({"InvalidImageName", "ImagePullBackOff"})
+# The kubelet flips between these on every retry; one name keeps the status still.
+SAME_AS = {"ErrImagePull": "ImagePullBackOff"}
+DETAIL_MAX = 120
 
 
 def _stuck(pod: Pod) -> StuckPod | None:
     """Why ``pod`` cannot start, if it cannot; a pod still pulling or starting is not stuck."""
     component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
+    found = [
+        StuckPod(pod.metadata.name, component, "Unschedulable", _short(condition.message))
+        for condition in pod.status.conditions
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable"
+    ]
     for status in (*pod.status.init_container_statuses, *pod.status.container_statuses):
-        waiting = status.state.waiting
-        if waiting is not None and waiting.reason in STUCK_REASONS:
-            return StuckPod(pod.metadata.name, component, waiting.reason, waiting.message)
-    for condition in pod.status.conditions:
-        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
-            return StuckPod(pod.metadata.name, component, "Unschedulable", condition.message)
-    return None
+        reason, detail = _container_problem(status)
+        if reason:
+            found.append(StuckPod(pod.metadata.name, component, reason, detail))
+    return min(found, key=StuckPod.sort_key, default=None)
 
 
-def _int(text: str | None) -> int:
-    return int(text) if text is not None and text.isascii() and text.isdecimal() and len(text) <= 6 else 0
+def _container_problem(status: ContainerStatus) -> tuple[str, str]:
+    """A container's reason for not running and a stable detail, or two empty strings."""
+    waiting = status.state.waiting
+    reason = SAME_AS.get(waiting.reason, waiting.reason) if waiting is not None else ""
+    if reason in IMAGE_REASONS:
+        return reason, _short(status.image or (waiting.message if waiting else ""))
+    if reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
+        return reason, _short(waiting.message if waiting else "")
+    # Between back-offs a crashing container briefly runs or lies terminated: still a crash loop.
+    crashed = status.state.terminated or status.last_state.terminated
+    crashing = reason == "CrashLoopBackOff" or (
+        not status.ready and status.restart_count > 0 and crashed is not None and crashed.exit_code != 0
+    )
+    if crashing:
+        exited = f"container {status.name} exited {crashed.exit_code}" if crashed is not None else ""
+        cause = f" ({crashed.reason})" if crashed is not None and crashed.reason not in ("", "Error") else ""
+        return "CrashLoopBackOff", exited + cause
+    return "", ""
+
+
+def _short(text: str) -> str:
+    """One line, at most ``DETAIL_MAX`` characters, so a long message cannot swamp the status."""
+    line = " ".join(text.split())
+    return line if len(line) <= DETAIL_MAX else line[: DETAIL_MAX - 1] + "…"
 
 
 def _cache_view(deployment: Deployment) -> CacheView:
@@ -281,23 +318,25 @@ def _cache_view(deployment: Deployment) -> CacheView:
 
 
 def _seed_jobs(name: str, jobs: Iterable[Job]) -> Iterable[SeedJobView]:
-    prefix = names.seed_job_name(name, 0).removesuffix("0")
     for job in jobs:
-        shards = _ordinal(job.metadata.name, prefix)
-        if not shards:
+        shards = names.seed_job_shards(name, job.metadata.name)
+        if shards is None:
             continue
-        conditions = {c.type: c.status for c in job.status.conditions}
+        true = {c.type: c for c in job.status.conditions if c.status == "True"}
+        # FailureTarget comes first (Kubernetes 1.31+), while the Job's pods still stop.
+        failure = true.get("Failed") or true.get("FailureTarget")
         yield SeedJobView(
             shards=shards,
-            succeeded=conditions.get("Complete") == "True",
-            failed=conditions.get("Failed") == "True",
+            succeeded="Complete" in true,
+            failed=failure is not None,
+            reason=failure.reason if failure else "",
+            message=_short(failure.message) if failure else "",
         )
 
 
 def _registered(name: str, slices: Mapping[str, EndpointSlice]) -> frozenset[int]:
     """Ordinals of shard pods that are ready endpoints of the headless Service."""
     service = names.db_name(name)
-    prefix = service + "-"
     ordinals: set[int] = set()
     for endpoint_slice in slices.values():
         if endpoint_slice.metadata.labels.get(names.SERVICE_NAME_LABEL) != service:
@@ -307,15 +346,7 @@ def _registered(name: str, slices: Mapping[str, EndpointSlice]) -> frozenset[int
                 continue
             pod = endpoint.target_ref.name if endpoint.target_ref and endpoint.target_ref.kind in ("Pod", "") else ""
             pod = pod or endpoint.hostname or ""
-            ordinal = _ordinal(pod, prefix)
+            ordinal = names.shard_ordinal(name, pod)
             if ordinal is not None:
                 ordinals.add(ordinal)
     return frozenset(ordinals)
-
-
-def _ordinal(text: str, prefix: str) -> int | None:
-    """The number after ``prefix`` in ``text``, written as Kubernetes writes ordinals."""
-    suffix = text[len(prefix) :] if text.startswith(prefix) else ""
-    if suffix.isascii() and suffix.isdecimal() and len(suffix) <= 6 and (suffix == "0" or suffix[0] != "0"):
-        return int(suffix)
-    return None

@@ -41,11 +41,13 @@ DEFAULT_STORAGE_SIZE = "1Gi"
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
-MAX_SHARDS = 1024
+MAX_SHARDS = names.MAX_SHARDS
 MAX_CACHE_REPLICAS = 1024
 MAX_GRACE_SECONDS = 86400
 DEFAULT_DRAIN_GRACE_SECONDS = 60
 DEFAULT_FLUSH_GRACE_SECONDS = 30
+DEFAULT_SEED_TIMEOUT_SECONDS = 3600
+MAX_SEED_TIMEOUT_SECONDS = 7 * 86400
 DEFAULT_DB_PORT = names.DB_PORT
 DEFAULT_CACHE_PORT = 6379
 DEFAULT_DATA_PATH = "/var/lib/postgresql/data"
@@ -288,6 +290,10 @@ class ShardDBSpec(_Spec):
     cache: Cache
     storage: Storage = Storage()
     seed_command: Command | None = Field(default=None, alias="seedCommand")
+    # A seed that waits forever on a shard that never answers must end as a failure.
+    seed_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SEED_TIMEOUT_SECONDS)] = Field(
+        default=DEFAULT_SEED_TIMEOUT_SECONDS, alias="seedTimeoutSeconds"
+    )
     drain_command: Command | None = Field(default=None, alias="drainCommand")
     drain_grace_period_seconds: Annotated[int, Field(ge=1, le=MAX_GRACE_SECONDS)] = Field(
         default=DEFAULT_DRAIN_GRACE_SECONDS, alias="drainGracePeriodSeconds"
@@ -297,7 +303,9 @@ class ShardDBSpec(_Spec):
     # Run the teardown order but keep the ShardDB, its volumes and its seed memory.
     hibernated: bool = False
 
-    _integral = field_validator("shards", "drain_grace_period_seconds", mode="before")(_integral)
+    _integral = field_validator("shards", "drain_grace_period_seconds", "seed_timeout_seconds", mode="before")(
+        _integral
+    )
 
     @property
     def seed(self) -> list[str]:

@@ -77,6 +77,8 @@ class Truth:
     cache_pods: int = 0  # cache pods that exist and are not finished (Terminating included)
     shard_pods: int = 0
     jobs: set[int] = field(default_factory=set)  # shard counts of observed seed Jobs
+    # Pods (live, not Terminating) that cannot start, by component: db, cache, seed.
+    failing: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -216,15 +218,72 @@ def _service(world: Obj, name: str) -> Obj:
     }
 
 
-def _pod(world: Obj, name: str, pod: str, component: str, phase: str, terminating: bool, instance: str) -> Obj:
+# Ways a pod cannot start, in the shapes the kubelet and the scheduler write them.
+FAILURES = (
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "crashed, running again, not ready",
+    "CreateContainerConfigError",
+    "Unschedulable",
+)
+
+
+def failed_status(failure: str, container: str, image: str) -> Obj:
+    """A pod status that cannot get better on its own: ``failure`` is one of ``FAILURES``."""
+    if failure == "Unschedulable":
+        message = "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available."
+        scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        return {"phase": "Pending", "conditions": [scheduled]}
+    crashed = {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": CREATED, "finishedAt": CREATED}}
+    if failure == "crashed, running again, not ready":
+        state: Obj = {"running": {"startedAt": CREATED}}
+    elif failure == "CrashLoopBackOff":
+        state = {"waiting": {"reason": failure, "message": "back-off 40s restarting failed container"}}
+    elif failure == "CreateContainerConfigError":
+        state = {"waiting": {"reason": failure, "message": 'secret "pg-auth" not found'}}
+    else:
+        state = {"waiting": {"reason": failure, "message": f'Back-off pulling image "{image}": not found'}}
+    restarts = 3 if "rash" in failure else 0
+    status = {
+        "name": container,
+        "image": image,
+        "imageID": "",
+        "ready": False,
+        "restartCount": restarts,
+        "started": False,
+        "state": state,
+        "lastState": crashed if restarts else {},
+    }
+    return {
+        "phase": "Running" if restarts else "Pending",
+        "conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}],
+        "containerStatuses": [status],
+    }
+
+
+def _pod(
+    world: Obj,
+    name: str,
+    pod: str,
+    component: str,
+    phase: str,
+    terminating: bool,
+    instance: str,
+    failure: str | None = None,
+) -> Obj:
     extra = {"deletionTimestamp": "2026-01-02T00:00:10Z"} if terminating else {}
     labels = {**_labels(name, component), "app.kubernetes.io/instance": instance}
+    status = {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]}
+    if failure is not None:
+        status = {**failed_status(failure, component, "registry.invalid/nope:1"), "phase": phase}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _meta(world, pod, labels, **extra),
         "spec": {"containers": [{"name": component, "image": "img"}]},
-        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": status,
     }
 
 
@@ -433,16 +492,24 @@ def observed_worlds(draw: st.DrawFn) -> Observed:
         slices.append(_slice(world, f"{name}-other", "zzzzz", stranger))
 
     pods: list[Obj] = []
-    for component, prefix in (("db", f"{name}-db-"), ("cache", f"{name}-cache-7c9f-")):
-        for index in range(draw(POD_COUNTS)):
+    components = (("db", f"{name}-db-"), ("cache", f"{name}-cache-7c9f-"), ("seed", f"{name}-seed-3-x7k2"))
+    for component, prefix in components:
+        counts = st.integers(0, 1) if component == "seed" else POD_COUNTS
+        for index in range(draw(counts)):
             phase = draw(st.sampled_from(["Running", "Running", "Pending", "Succeeded", "Failed"]))
             terminating = draw(st.booleans())
-            pods.append(_pod(world, name, f"{prefix}{index}", component, phase, terminating, name))
-            if phase not in ("Succeeded", "Failed"):
-                if component == "db":
-                    truth.shard_pods += 1
-                else:
-                    truth.cache_pods += 1
+            # A pod that cannot start: about one in three.
+            failure = draw(st.sampled_from(FAILURES)) if draw(st.integers(0, 2)) == 0 else None
+            pod = f"{prefix}{index}"
+            pods.append(_pod(world, name, pod, component, phase, terminating, name, failure))
+            if phase in ("Succeeded", "Failed"):
+                continue
+            if failure is not None and not terminating:
+                truth.failing.setdefault(component, set()).add(pod)
+            if component == "db":
+                truth.shard_pods += 1
+            elif component == "cache":
+                truth.cache_pods += 1
     if draw(st.booleans()):  # a namesake's pods in the same namespace never count
         pods.append(_pod(world, name, f"{name}x-cache-0", "cache", "Running", False, f"{name}x"))
     world["related"] = {

@@ -346,7 +346,7 @@ def rolling(updated: int = 1, ready: int = 2, replicas: int = 3) -> StatefulSetV
 
 
 def stuck_pod(name: str = "demo-db-2", component: str = "db", reason: str = "CrashLoopBackOff") -> StuckPod:
-    return StuckPod(name, component, reason, "back-off 5m0s restarting failed container")
+    return StuckPod(name, component, reason, "container db exited 1")
 
 
 def test_shard_rollout_is_progress_not_damage() -> None:
@@ -379,13 +379,13 @@ def test_crash_looping_shard_during_a_rollout_is_damage() -> None:
     decision = decide(available(statefulset=rolling(), registered=frozenset({0, 1}), stuck_pods=(stuck_pod(),)))
     assert condition(decision, "Available")[0] is False
     status, reason = condition(decision, "Degraded")
-    assert (status, reason) == (True, "ShardsUnavailable")
+    assert (status, reason) == (True, "ShardPodsFailing")
     assert "demo-db-2: CrashLoopBackOff" in next(c for c in decision.conditions if c.type == "Degraded").message
 
 
 def test_pod_that_cannot_pull_its_image_degrades_with_its_reason() -> None:
     decision = decide(snapshot(statefulset=sts(ready=2), stuck_pods=(stuck_pod(reason="ImagePullBackOff"),)))
-    assert condition(decision, "Degraded") == (True, "PodsNotStarting")
+    assert condition(decision, "Degraded") == (True, "ShardPodsFailing")
 
 
 def test_changed_db_image_starts_a_rollout_at_once() -> None:
@@ -431,7 +431,7 @@ def test_cache_rollout_in_progress_is_reported() -> None:
 
 def test_paused_sharddb_freezes_its_children() -> None:
     decision = decide(available(spec=spec(paused=True, shards=5)))
-    assert decision.paused
+    assert decision.frozen
     assert condition(decision, "Progressing") == (False, "Paused")
 
 
@@ -442,7 +442,7 @@ def test_paused_sharddb_still_reports_availability() -> None:
 
 def test_paused_sharddb_still_tears_down_on_delete() -> None:
     decision = decide(available(spec=spec(paused=True), finalizing=True))
-    assert not decision.paused
+    assert not decision.frozen
     assert decision.phase == Phase.DRAINING_CACHE
     assert decision.cache_replicas == 0
 

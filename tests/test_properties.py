@@ -69,7 +69,12 @@ TEARDOWN_KEEPS_CACHE = "finalize: an observed cache is kept until it drains"
 CACHE_PODS_HOLD_SHARDS = "finalize: cache pods hold the shards at their size"
 PODS_BLOCK_FINALIZE = "finalize: pods remain, so not finalized"
 FINALIZED = "finalize: finalized"
-BRANCHES = (CACHE_STARTS, *HELD_BY.values(), CACHE_KEPT, NEW_SEED)
+FAILING = {
+    "db": ("sync: a shard pod cannot start", "ShardPodsFailing", "shard pods cannot start: "),
+    "cache": ("sync: a cache pod cannot start", "CachePodsFailing", "cache pods cannot start: "),
+    "seed": ("sync: a seed pod cannot start", "SeedPodsFailing", "seed pods cannot start: "),
+}
+BRANCHES = (CACHE_STARTS, *HELD_BY.values(), CACHE_KEPT, NEW_SEED, *(label for label, _, _ in FAILING.values()))
 BRANCHES += (TEARDOWN_KEEPS_CACHE, CACHE_PODS_HOLD_SHARDS, PODS_BLOCK_FINALIZE, FINALIZED)
 # Each branch in at least 3% of the worlds (75 of 2500): 75 chances for its rule to break. The
 # fixed CI examples reach the rarest about twice that; a free run rarely falls below 110.
@@ -155,6 +160,19 @@ def test_every_generated_world_obeys_the_design_rules(world: Observed) -> None:
                 assert cache is not None, "every gate is open, yet the cache is not started"
             elif len(closed) == 1:
                 reach(HELD_BY[closed.pop()])
+        # A pod that cannot start is named in Degraded, with its component's reason.
+        degraded = next(c for c in body["status"]["conditions"] if c["type"] == "Degraded")
+        for component, (label, reason, lead) in FAILING.items():
+            pods = truth.failing.get(component, set())
+            if pods:
+                reach(label)
+                assert degraded["status"] == "True", degraded
+                assert lead in degraded["message"], (reason, degraded)
+                assert any(f"{pod}: " in degraded["message"] for pod in pods), degraded
+            else:
+                assert lead not in degraded["message"], degraded
+        if not truth.failing:
+            assert "PodsFailing" not in degraded["reason"]
         # Never before its gates: every shard ready, seeded, and registered in discovery.
         if cache is not None and not truth.cache_observed:
             assert truth.sts_replicas is not None

@@ -60,6 +60,7 @@ EVERY_FIELD: Obj = {
     ),
     "storage": {"size": "5Gi", "storageClassName": "fast"},
     "seedCommand": ["sh", "-c", "echo seeded"],
+    "seedTimeoutSeconds": 600,
     "drainCommand": ["sh", "-c", "echo drained"],
     "drainGracePeriodSeconds": 90,
     "paused": True,
