@@ -42,8 +42,8 @@ unit: venv
 	$(BIN)/python -m pytest -m "not cluster and not slow"
 
 lint: venv
-	$(BIN)/ruff check hooks tests bench tools
-	$(BIN)/ruff format --check hooks tests bench tools
+	$(BIN)/ruff check hooks tests bench tools testbed
+	$(BIN)/ruff format --check hooks tests bench tools testbed
 	$(BIN)/mypy
 
 bench: venv

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hooks import handler, kinds
-from tests.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
+from testbed.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
 from tests.world import World
 
 from .kube import Kube, error_message, path
