@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.settings import Settings, SettingsError
+from testbed.world import World
 
 from .server import serve
-from .world import World
 
 TOKEN = "first-token-7f3a9c"
 HOOKS = ["/sync", "/finalize", "/customize"]

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from testbed.world import World
+
 from .server import serve
-from .world import World
 
 pytestmark = pytest.mark.http
 

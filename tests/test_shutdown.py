@@ -11,8 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from testbed.world import World
+
 from .server import launch
-from .world import World
 
 pytestmark = pytest.mark.http
 

@@ -22,8 +22,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from testbed.world import World
+
 from .server import serve
-from .world import World
 
 pytestmark = pytest.mark.http
 
