@@ -13,9 +13,8 @@ from fastapi.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.settings import Settings, SettingsError
+from testbed.server import serve
 from testbed.world import World
-
-from .server import serve
 
 TOKEN = "first-token-7f3a9c"
 HOOKS = ["/sync", "/finalize", "/customize"]

@@ -11,9 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from testbed.server import launch
 from testbed.world import World
-
-from .server import launch
 
 pytestmark = pytest.mark.http
 

@@ -22,9 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from testbed.server import serve
 from testbed.world import World
-
-from .server import serve
 
 pytestmark = pytest.mark.http
 
