@@ -27,7 +27,7 @@ render: venv
 
 ## Build (once, cached outside the repo) the etcd and kube-apiserver the cluster tests start.
 testbin:
-	@bash tests/cluster/build-binaries.sh >/dev/null
+	@bash testbed/build-binaries.sh >/dev/null
 
 ## Regenerate the core/v1 schemas in crds/sharddb.yaml and hooks/corev1.json from the test API server.
 crd: venv testbin
