@@ -27,7 +27,7 @@ render: venv
 
 ## Build (once, cached outside the repo) the etcd and kube-apiserver the cluster tests start.
 testbin:
-	@bash tests/cluster/build-binaries.sh >/dev/null
+	@bash testbed/build-binaries.sh >/dev/null
 
 ## Regenerate the core/v1 schemas in crds/sharddb.yaml and hooks/corev1.json from the test API server.
 crd: venv testbin
@@ -42,8 +42,8 @@ unit: venv
 	$(BIN)/python -m pytest -m "not cluster and not slow"
 
 lint: venv
-	$(BIN)/ruff check hooks tests bench tools
-	$(BIN)/ruff format --check hooks tests bench tools
+	$(BIN)/ruff check hooks tests bench tools testbed
+	$(BIN)/ruff format --check hooks tests bench tools testbed
 	$(BIN)/mypy
 
 bench: venv

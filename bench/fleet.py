@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.cluster.apiserver import build_binaries, start_plane
+from testbed.controlplane import build_binaries, start_plane
 
 from .run import machine
 from .sim.api import Endpoint, Obj

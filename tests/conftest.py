@@ -11,8 +11,7 @@ from fastapi.testclient import TestClient
 from hypothesis import settings as hypothesis_settings
 
 from hooks.app import create_app
-
-from .server import serve
+from testbed.server import serve
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .world import CREATED, sharddb
+from testbed.world import CREATED, sharddb
 
 Obj = dict[str, Any]
 

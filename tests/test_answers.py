@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from hooks import handler
+from testbed.world import Obj, World, bring_up, sharddb, step
 
 from .hook import direct
-from .world import Obj, World, bring_up, sharddb, step
 
 
 def answer(request: Obj, now: str = "2026-05-05T05:05:05Z", finalize: bool = False) -> Obj:

@@ -13,9 +13,8 @@ from fastapi.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.settings import Settings, SettingsError
-
-from .server import serve
-from .world import World
+from testbed.server import serve
+from testbed.world import World
 
 TOKEN = "first-token-7f3a9c"
 HOOKS = ["/sync", "/finalize", "/customize"]

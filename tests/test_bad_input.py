@@ -12,8 +12,7 @@ from fastapi.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.settings import Settings
-
-from .world import Obj, World, bring_up, sharddb
+from testbed.world import Obj, World, bring_up, sharddb
 
 pytestmark = pytest.mark.http
 

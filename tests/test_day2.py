@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from testbed.world import Hook, Obj, World, bring_up, sharddb, step, tear_down
+
 from .hook import over_http
-from .world import Hook, Obj, World, bring_up, sharddb, step, tear_down
 
 pytestmark = pytest.mark.http
 

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from testbed.server import HookProcess, launch
+from testbed.world import World, bring_up, sharddb, step
+
 from .hook import direct
-from .server import HookProcess, launch
-from .world import World, bring_up, sharddb, step
 
 pytestmark = [pytest.mark.slow, pytest.mark.http]
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from .server import serve
-from .world import World
+from testbed.server import serve
+from testbed.world import World
 
 pytestmark = pytest.mark.http
 

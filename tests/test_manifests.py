@@ -30,9 +30,9 @@ from hooks import handler, kinds
 from hooks.app import app
 from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
+from testbed.world import World
 
 from .cluster import metacontroller_crds as metacontroller_crds_file
-from .world import World
 
 Obj = dict[str, Any]
 

@@ -10,9 +10,9 @@ import pytest
 from hooks.contract import decode_sync
 from hooks.snapshot import Snapshot, observe
 from hooks.spec import ShardDBSpec
+from testbed.world import Obj, World, bring_up, sharddb
 
 from .hook import direct
-from .world import Obj, World, bring_up, sharddb
 
 
 def snap(request: Obj) -> Snapshot:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hooks import contract, handler
-from tests.metacontroller import LAST_APPLIED, apply_update, desired_as_sent, difference, needs_update
+from testbed.metacontroller import LAST_APPLIED, apply_update, desired_as_sent, difference, needs_update
 from tests.recorded import GROUPS, Exchange, exchanges, stored
 
 Obj = dict[str, Any]

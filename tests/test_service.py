@@ -12,8 +12,7 @@ from fastapi.testclient import TestClient
 
 from hooks.app import code_fingerprint
 from hooks.logs import LOGGER_NAME, JSONFormatter
-
-from .world import World, sharddb
+from testbed.world import World, sharddb
 
 pytestmark = pytest.mark.http
 

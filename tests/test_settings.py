@@ -9,8 +9,7 @@ import sys
 import pytest
 
 from hooks.settings import Settings, SettingsError
-
-from .server import ROOT
+from testbed.server import ROOT
 
 
 def test_defaults_serve_plain_http_without_auth() -> None:

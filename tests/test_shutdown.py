@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .server import launch
-from .world import World
+from testbed.server import launch
+from testbed.world import World
 
 pytestmark = pytest.mark.http
 

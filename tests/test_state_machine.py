@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from testbed.world import GROUP_KEYS, Obj, World, sharddb
+
 from .hook import direct
-from .world import GROUP_KEYS, Obj, World, sharddb
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from testbed.world import Obj, World, sharddb, step
+
 from .hook import over_http
-from .world import Obj, World, sharddb, step
 
 pytestmark = pytest.mark.http
 

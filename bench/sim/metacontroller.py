@@ -5,7 +5,7 @@ update strategies, hook paths, resync period) and does what the real one does
 with a sync answer, write for write: the finalizer added on first sync,
 children created with the last-applied annotation and a controller reference,
 updated in place only when the three-way merge differs from the stored object
-(``tests.metacontroller``), deleted when the answer leaves them out, status
+(``testbed.metacontroller``), deleted when the answer leaves them out, status
 written through ``/status`` only when it changed, the finalizer removed once
 finalized. Reads come from the informer cache; every write waits for a token
 from one bucket shared by all parents (client-go's QPS and burst).
@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 import httpx
 import orjson
 
-from tests.metacontroller import FINALIZER, SELECTOR_LABEL, apply_update, desired_as_sent, difference, for_create
+from testbed.metacontroller import FINALIZER, SELECTOR_LABEL, apply_update, desired_as_sent, difference, for_create
 
 from .api import RESOURCES, Api, Obj, resource_version
 from .informers import MODIFIED, Event, Store

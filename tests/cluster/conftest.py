@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .apiserver import ControlPlane, ControlPlaneError, build_binaries, start_plane
+from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
+
 from .kube import Kube
 
 ROOT = Path(__file__).resolve().parents[2]

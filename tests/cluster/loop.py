@@ -6,7 +6,7 @@ owner reference, ``controller-uid`` label, last-applied annotation), update
 existing ones in place the way its dynamic apply does (three-way merge of
 desired over observed, then a PUT), delete children left out, and write the
 returned status through the /status subresource when it differs.
-``tests.world.World`` keeps playing the controllers that do not run here
+``testbed.world.World`` keeps playing the controllers that do not run here
 (StatefulSet, Job, Deployment, EndpointSlice): its children are the real
 stored objects, with only their ``status`` simulated.
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hooks import handler, kinds
-from tests.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
-from tests.world import World
+from testbed.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
+from testbed.world import World
 
 from .kube import Kube, error_message, path
 

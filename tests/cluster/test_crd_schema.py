@@ -15,8 +15,8 @@ import yaml
 from hooks import corev1, handler
 from hooks.lifecycle import Phase
 from hooks.spec import SELECTOR_LABELS, ShardDBSpec
+from testbed.world import World
 from tests.cluster.samples import EVERY_FIELD
-from tests.world import World
 from tools.crd_schema import POD_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,8 +21,8 @@ from bench.sim.api import Endpoint
 from bench.sim.cluster import Timings
 from bench.sim.hookserver import serve, working_tree
 from bench.sim.metacontroller import LoopSettings
+from testbed.controlplane import ControlPlane
 
-from .apiserver import ControlPlane
 from .kube import Kube
 
 pytestmark = pytest.mark.cluster

@@ -1,8 +1,9 @@
-"""A real etcd + kube-apiserver on loopback, for tests that must say "Kubernetes".
+"""A real etcd + kube-apiserver on loopback, for the cluster tests, the fleet benchmark and ``make crd``.
 
-The binaries come from ``build-binaries.sh`` (built once with Go, cached outside
-the repository). Each process runs in its own process group and is told to die
-with this process, so nothing survives a failed or killed test session.
+The binaries come from ``build-binaries.sh`` beside this file (built once with
+Go, cached outside the repository). Each process runs in its own process group
+and is told to die with this process, so nothing survives a failed or killed
+test session.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 class ControlPlaneError(RuntimeError):
-    """The test API server could not be built or started; the message says why."""
+    """The API server could not be built or started; the message says why."""
 
 
 def build_binaries(timeout: float = 1800.0) -> Path:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the pinned etcd and kube-apiserver used by the cluster test tier.
+# Build the pinned etcd and kube-apiserver of testbed/controlplane.py (cluster tests, fleet benchmark, make crd).
 #
 # Both come from the Go module proxy and are built with the machine's Go into a
 # cache outside the repository, so a second run with the binaries present is a

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hooks import kinds
-from tests.metacontroller import LAST_APPLIED, serialize
+from testbed.metacontroller import LAST_APPLIED, serialize
 
 Obj = dict[str, Any]
 

@@ -1,0 +1,67 @@
+"""Only the tests import ``tests``: the hooks, the benchmarks, the tools and the testbed stand on their own.
+
+What the tests and the benchmarks share (the Metacontroller model, the stand-in
+world, the loopback launcher, the control plane) lives in ``testbed/``. Imports
+are read from the source with ``ast``, so one inside a function counts too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("hooks", "bench", "tools", "testbed")
+
+
+def imports(source: str, package: str) -> Iterator[tuple[int, str]]:
+    """Every module ``source`` imports, as (line, absolute name); ``package`` is where it sits, dotted."""
+    parts = package.split(".")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+            yield from ((node.lineno, ".".join([*base, name])) for name in names)
+
+
+def of_tests(name: str) -> bool:
+    return name == "tests" or name.startswith("tests.")
+
+
+def package_of(path: Path) -> str:
+    return ".".join(path.parent.relative_to(ROOT).parts)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_package_does_not_import_the_tests(package: str) -> None:
+    files = sorted((ROOT / package).rglob("*.py"))
+    assert files, f"no Python files under {package}/"
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in files
+        for line, name in imports(path.read_text(), package_of(path))
+        if of_tests(name)
+    ]
+    assert not found, f"{package}/ imports the tests; move what it needs to testbed/:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("source", "package", "expected"),
+    [
+        ("from tests.world import World", "bench", ["tests.world"]),
+        ("import tests.server as server", "bench", ["tests.server"]),
+        ("from tests import world", "bench", ["tests"]),
+        ("def main() -> None:\n    from tests.cluster import apiserver\n", "tools", ["tests.cluster"]),
+        ("from ..world import World", "tests.cluster", ["tests.world"]),
+        ("from . import kube", "tests.cluster", ["tests.cluster.kube"]),
+        ("from testbed.world import World", "bench", []),
+        ("from .api import Api", "bench.sim", []),
+    ],
+)
+def test_the_check_sees_absolute_relative_and_nested_imports(source: str, package: str, expected: list[str]) -> None:
+    assert [name for _, name in imports(source, package) if of_tests(name)] == expected
