@@ -55,6 +55,52 @@ def sharddb(name: str = "demo", namespace: str = "default", **spec: Any) -> Obj:
     }
 
 
+# Ways a pod cannot start, in the shapes the kubelet and the scheduler write them.
+FAILURES = (
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "crashed, running again, not ready",
+    "CreateContainerConfigError",
+    "Unschedulable",
+)
+
+
+def failed_status(failure: str, container: str, image: str) -> Obj:
+    """A pod status that cannot get better on its own: ``failure`` is one of ``FAILURES``."""
+    if failure == "Unschedulable":
+        message = "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available."
+        scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        return {"phase": "Pending", "conditions": [scheduled]}
+    crashed = {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": CREATED, "finishedAt": CREATED}}
+    if failure == "crashed, running again, not ready":
+        state: Obj = {"running": {"startedAt": CREATED}}
+    elif failure == "CrashLoopBackOff":
+        state = {"waiting": {"reason": failure, "message": "back-off 40s restarting failed container"}}
+    elif failure == "CreateContainerConfigError":
+        state = {"waiting": {"reason": failure, "message": 'secret "pg-auth" not found'}}
+    else:
+        state = {"waiting": {"reason": failure, "message": f'Back-off pulling image "{image}": not found'}}
+    restarts = 3 if "rash" in failure else 0
+    status = {
+        "name": container,
+        "image": image,
+        "imageID": "",
+        "ready": False,
+        "restartCount": restarts,
+        "started": False,
+        "state": state,
+        "lastState": crashed if restarts else {},
+    }
+    return {
+        "phase": "Running" if restarts else "Pending",
+        "conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}],
+        "containerStatuses": [status],
+    }
+
+
+
 class World:
     """Observed state for one ShardDB; ``request()`` and ``apply()`` close the loop."""
 
@@ -455,6 +501,24 @@ class World:
 
     def _pods_of(self, component: str) -> list[str]:
         return [n for n, p in self.pods.items() if p["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+
+    def fail_pod(self, name: str, failure: str) -> None:
+        """The pod ``name`` cannot start, as the kubelet or scheduler reports it (one of ``FAILURES``)."""
+        pod = self.pods[name]
+        container = pod["spec"]["containers"][0]
+        pod["status"] = failed_status(failure, container["name"], container["image"])
+        pod["metadata"]["resourceVersion"] = self._next_rv()
+
+    def run_seed_pod(self, shards: int, failure: str | None = None) -> str:
+        """The Job controller's pod for the seed Job of ``shards``: running, or stuck with ``failure``."""
+        job = self.job(shards)
+        assert job is not None, f"no seed Job for {shards} shards"
+        name = f"{job['metadata']['name']}-x7k2p"
+        image = job["spec"]["template"]["spec"]["containers"][0]["image"]
+        self.pods[name] = self._pod(name, "seed", False, image)
+        if failure is not None:
+            self.fail_pod(name, failure)
+        return name
 
     def remove_pods(self, component: str) -> None:
         for name in self._pods_of(component):

@@ -20,7 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from testbed.world import CREATED, sharddb
+from testbed.world import CREATED, FAILURES, failed_status, sharddb
 
 Obj = dict[str, Any]
 
@@ -215,51 +215,6 @@ def _service(world: Obj, name: str) -> Obj:
         "metadata": _meta(world, f"{name}-db", _labels(name, "db")),
         "spec": {"clusterIP": "None", "clusterIPs": ["None"], "type": "ClusterIP"},
         "status": {"loadBalancer": {}},
-    }
-
-
-# Ways a pod cannot start, in the shapes the kubelet and the scheduler write them.
-FAILURES = (
-    "ImagePullBackOff",
-    "ErrImagePull",
-    "InvalidImageName",
-    "CrashLoopBackOff",
-    "crashed, running again, not ready",
-    "CreateContainerConfigError",
-    "Unschedulable",
-)
-
-
-def failed_status(failure: str, container: str, image: str) -> Obj:
-    """A pod status that cannot get better on its own: ``failure`` is one of ``FAILURES``."""
-    if failure == "Unschedulable":
-        message = "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available."
-        scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
-        return {"phase": "Pending", "conditions": [scheduled]}
-    crashed = {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": CREATED, "finishedAt": CREATED}}
-    if failure == "crashed, running again, not ready":
-        state: Obj = {"running": {"startedAt": CREATED}}
-    elif failure == "CrashLoopBackOff":
-        state = {"waiting": {"reason": failure, "message": "back-off 40s restarting failed container"}}
-    elif failure == "CreateContainerConfigError":
-        state = {"waiting": {"reason": failure, "message": 'secret "pg-auth" not found'}}
-    else:
-        state = {"waiting": {"reason": failure, "message": f'Back-off pulling image "{image}": not found'}}
-    restarts = 3 if "rash" in failure else 0
-    status = {
-        "name": container,
-        "image": image,
-        "imageID": "",
-        "ready": False,
-        "restartCount": restarts,
-        "started": False,
-        "state": state,
-        "lastState": crashed if restarts else {},
-    }
-    return {
-        "phase": "Running" if restarts else "Pending",
-        "conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}],
-        "containerStatuses": [status],
     }
 
 

@@ -54,6 +54,7 @@ def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> No
         "db": {"port": 5432, "dataPath": "/var/lib/postgresql/data"},
         "cache": {"image": "redis:7", "replicas": 1, "flushGracePeriodSeconds": 30, "port": 6379},
         "storage": {"size": "1Gi"},
+        "seedTimeoutSeconds": 3600,
         "drainGracePeriodSeconds": 60,
         "paused": False,
         "hibernated": False,
@@ -89,12 +90,12 @@ def test_short_name_and_category_find_sharddbs(kube: Kube, namespace: str) -> No
         assert "sharddb.mygroup.example.com/found" in result.stdout.split(), resource
 
 
-def test_kubectl_get_prints_shards_ready_phase_cache_progress_age(kube: Kube, namespace: str) -> None:
+def test_kubectl_get_prints_shards_ready_phase_cache_progress_health_age(kube: Kube, namespace: str) -> None:
     assert kube.create(sharddb("listed", namespace)).status_code == 201
     result = kube.kubectl("get", "sharddb", "-n", namespace)
     assert result.returncode == 0, result.stderr
     header = result.stdout.splitlines()[0].split()
-    assert header == ["NAME", "SHARDS", "READY", "PHASE", "CACHE", "PROGRESS", "AGE"]
+    assert header == ["NAME", "SHARDS", "READY", "PHASE", "CACHE", "PROGRESS", "HEALTH", "AGE"]
 
 
 def test_kubectl_get_wide_adds_updated_shards(kube: Kube, namespace: str) -> None:
@@ -110,7 +111,7 @@ def test_kubectl_get_shows_an_available_sharddb_as_ready(kube: Kube, namespace: 
     loop.until("Available")
     result = kube.kubectl("get", "sharddb", "demo", "-n", namespace, "--no-headers")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[:6] == ["demo", "3", "True", "Available", "true", "Complete"]
+    assert result.stdout.split()[:7] == ["demo", "3", "True", "Available", "true", "Complete", "AsExpected"]
 
 
 def test_schema_documents_every_field_for_kubectl_explain(kube: Kube) -> None:
