@@ -100,7 +100,6 @@ def failed_status(failure: str, container: str, image: str) -> Obj:
     }
 
 
-
 class World:
     """Observed state for one ShardDB; ``request()`` and ``apply()`` close the loop."""
 
