@@ -97,3 +97,18 @@ def test_status_with_an_undeclared_field_is_refused(available: Loop) -> None:
     response = available.kube.merge_patch("ShardDB", "demo", available.namespace, {"status": status}, "status")
     assert response.status_code in (400, 422), error_message(response)
     assert 'unknown field "status.colour"' in error_message(response)
+
+
+@pytest.mark.parametrize("failure", ["ImagePullBackOff", "CrashLoopBackOff", "Unschedulable"])
+def test_a_pod_that_cannot_start_costs_one_status_write_then_none(available: Loop, failure: str) -> None:
+    updates = len(available.updates)
+    available.world.fail_pod("demo-db-1", failure)
+    available.round()
+    degraded = next(c for c in available.parent_stored["status"]["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "ShardPodsFailing")
+    assert f"demo-db-1: {failure}" in degraded["message"]
+    writes = available.status_writes
+    for _ in range(3):
+        available.round()
+    assert available.status_writes == writes
+    assert available.updates[updates:] == []  # and no child is touched
