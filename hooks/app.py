@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import __version__, handler, logs, openapi
 from .auth import BearerAuth, TokenFile
-from .errors import HookError
+from .errors import INTERNAL_ERROR, HookError, body_too_large, body_too_slow
 from .metrics import CONTENT_TYPE, Metrics
 from .settings import Settings
 
@@ -50,7 +50,7 @@ class BodyLimit:
             return
         for key, value in scope["headers"]:
             if key == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await self._refuse(send, 413, f"request body exceeds {self.limit} bytes")
+                await self._refuse(send, 413, body_too_large(self.limit))
                 return
         received = 0
         complete = False
@@ -76,9 +76,9 @@ class BodyLimit:
         try:
             await self.app(scope, limited, send)
         except _TooLargeError:
-            await self._refuse(send, 413, f"request body exceeds {self.limit} bytes")
+            await self._refuse(send, 413, body_too_large(self.limit))
         except _SlowBodyError:
-            await self._refuse(send, 408, f"request body not received within {self.timeout:g} seconds")
+            await self._refuse(send, 408, body_too_slow(self.timeout))
         except _ClientGoneError:
             pass  # hung up mid-body: nobody is left to answer, and it is not the service's fault
 
@@ -199,7 +199,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except Exception:  # never leak a traceback to Metacontroller; log it here
             outcome_name, status = "server_error", 500
             logger.exception("hook failed", extra={"fields": fields})
-            response = _json({"detail": "internal error; see the hook service log"}, status=500)
+            response = _json({"detail": INTERNAL_ERROR}, status=500)
         elapsed = time.perf_counter() - started
         metrics.calls.labels(hook, outcome_name).inc()
         metrics.latency.labels(hook).observe(elapsed)

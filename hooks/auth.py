@@ -15,6 +15,7 @@ from collections.abc import Collection
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .errors import INVALID_TOKEN, MISSING_TOKEN
 from .settings import SettingsError
 
 REALM = "sharddb-hooks"
@@ -94,7 +95,7 @@ class BearerAuth:
     @staticmethod
     async def _refuse(send: Send, *, invalid: bool) -> None:
         challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
-        detail = "invalid bearer token" if invalid else "missing bearer token"
+        detail = INVALID_TOKEN if invalid else MISSING_TOKEN
         body = orjson.dumps({"detail": detail})
         await send(
             {
