@@ -22,7 +22,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from . import errors
-from .app import Health
+from .health import Health
 from .logs import LOGGER_NAME
 from .settings import Settings
 
