@@ -135,15 +135,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         open_paths = {"/healthz", "/readyz"} | (set() if settings.metrics_auth else {"/metrics"})
         app.add_middleware(BearerAuth, tokens=tokens, open_paths=open_paths)
     return app
-
-
-_default: list[FastAPI] = []
-
-
-def __getattr__(name: str) -> FastAPI:
-    """``hooks.app:app``, built from the environment on first use rather than on import."""
-    if name != "app":
-        raise AttributeError(name)
-    if not _default:
-        _default.append(create_app())
-    return _default[0]
