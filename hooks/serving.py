@@ -21,12 +21,11 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from . import errors
+from . import errors, logs
 from .health import Health
-from .logs import LOGGER_NAME
 from .settings import Settings
 
-logger = logging.getLogger(LOGGER_NAME)
+logger = logging.getLogger(logs.LOGGER_NAME)
 
 _STATUS = {408: b"408 Request Timeout", 431: b"431 Request Header Fields Too Large"}
 
@@ -155,13 +154,19 @@ class HookServer(uvicorn.Server):
 
 
 def config(app: Any, settings: Settings) -> uvicorn.Config:
-    """uvicorn settings for ``app``; HTTPS when a certificate and key are given."""
+    """uvicorn settings for ``app``; HTTPS when a certificate and key are given.
+
+    uvicorn's own lines (startup, shutdown, protocol errors) are JSON like the hooks' lines:
+    its plain-text log config is left out, so its records reach the one handler ``logs`` sets up.
+    """
+    logs.setup(settings.log_level)
     return uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         http=guarded_protocol(settings.header_timeout_seconds, settings.max_header_bytes),
         lifespan="on",
+        log_config=None,
         log_level=settings.log_level.lower(),
         access_log=False,  # the app logs one structured line per hook call
         proxy_headers=False,
