@@ -1,19 +1,14 @@
-"""Optional bearer-token check in front of the hooks.
+"""The optional bearer token: the one expected, and the one a request presents.
 
 Metacontroller sends ``Authorization: Bearer <token>`` from a Secret; the same
 Secret is mounted here as a file. The file is re-read when it changes, so a
-rotated Secret takes effect without a restart.
+rotated Secret takes effect without a restart. ``middleware.BearerAuth`` compares them.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
-from collections.abc import Collection
-
-import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .settings import SettingsError
 
@@ -69,42 +64,3 @@ def presented_token(headers: list[tuple[bytes, bytes]]) -> bytes | None:
         return None
     credentials = credentials.strip()
     return credentials or None
-
-
-class BearerAuth:
-    """401 unless the request carries the token; ``open_paths`` never need it."""
-
-    def __init__(self, app: ASGIApp, tokens: TokenFile, open_paths: Collection[str]) -> None:
-        self.app = app
-        self.tokens = tokens
-        self.open_paths = frozenset(open_paths)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.open_paths:
-            await self.app(scope, receive, send)
-            return
-        presented = presented_token(scope["headers"])
-        expected = self.tokens.token()
-        # compare_digest on equal-type bytes: time does not depend on where they differ.
-        if presented is not None and expected is not None and hmac.compare_digest(presented, expected):
-            await self.app(scope, receive, send)
-            return
-        await self._refuse(send, invalid=presented is not None)
-
-    @staticmethod
-    async def _refuse(send: Send, *, invalid: bool) -> None:
-        challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
-        detail = "invalid bearer token" if invalid else "missing bearer token"
-        body = orjson.dumps({"detail": detail})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", challenge.encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})

@@ -17,8 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import Meta, Struct, field
 
-from . import kinds, names
-from .errors import HookError
+from . import errors, kinds, names
 
 T = TypeVar("T")
 
@@ -235,7 +234,7 @@ def _check_passthrough(request: SyncRequest) -> None:
     for where, value in parts:
         problem = unfit(value, where)
         if problem:
-            raise HookError(422, problem)
+            raise errors.HookError(422, problem)
 
 
 def decode_customize(body: bytes) -> CustomizeRequest:
@@ -265,19 +264,19 @@ def observed_children(body: bytes) -> list[dict[str, Any]]:
         if kind is None or kind not in kinds.CHILDREN or groups[group] is None:
             continue
         if not isinstance(groups[group], dict):
-            raise HookError(422, f"children.{group}: Expected `object`")
+            raise errors.invalid(f"children.{group}", errors.EXPECTED_OBJECT)
         for key, child in sorted(groups[group].items()):
             where = f"children.{group}.{key}"
             if not isinstance(child, dict):
-                raise HookError(422, f"{where}: Expected `object`")
+                raise errors.invalid(where, errors.EXPECTED_OBJECT)
             metadata = child.get("metadata")
             if child.get("kind") not in (None, kind.kind) or not isinstance(metadata, dict):
-                raise HookError(422, f"{where}: not a {kind.kind} with metadata")
+                raise errors.invalid(where, errors.not_a(kind.kind))
             if not isinstance(metadata.get("name"), str) or not metadata["name"]:
-                raise HookError(422, f"{where}.metadata.name: Field required")
+                raise errors.invalid(f"{where}.metadata.name", errors.FIELD_REQUIRED)
             problem = unfit(child, where)
             if problem:
-                raise HookError(422, problem)
+                raise errors.HookError(422, problem)
             out.append({"apiVersion": kind.api_version, "kind": kind.kind, **child})
     return out
 
@@ -291,9 +290,9 @@ def unfit(value: Any, where: str = "") -> str:
     while stack:
         node, level, path = stack.pop()
         if level > MAX_CHILD_DEPTH:
-            return f"{path}: nested deeper than {MAX_CHILD_DEPTH} levels"
+            return errors.located(path, errors.nested_deeper_than(MAX_CHILD_DEPTH))
         if isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**63:
-            return f"{path}: an integer beyond 64 bits"
+            return errors.located(path, errors.BEYOND_64_BITS)
         if isinstance(node, dict):
             stack.extend((child, level + 1, f"{path}.{key}") for key, child in node.items())
         elif isinstance(node, list):
@@ -313,22 +312,8 @@ def _decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
     try:
         return decoder.decode(body)
     except msgspec.ValidationError as error:
-        raise HookError(422, _name_the_field(str(error))) from None
+        raise errors.from_msgspec(error) from None
     except msgspec.DecodeError as error:
-        raise HookError(400, f"request body is not valid JSON: {error}") from None
+        raise errors.not_json(str(error)) from None
     except RecursionError:
-        raise HookError(400, "request body is not valid JSON: nested too deeply") from None
-
-
-_AT = re.compile(r"^(?P<problem>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
-_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
-
-
-def _name_the_field(message: str) -> str:
-    """msgspec says ``problem - at `$.a.b``; answer ``a.b: problem`` like the other 4xx messages."""
-    match = _AT.match(message)
-    problem, path = (match["problem"], (match["path"] or "").lstrip(".")) if match else (message, "")
-    missing = _MISSING.match(problem)
-    if missing:
-        path, problem = f"{path}.{missing['field']}".lstrip("."), "Field required"
-    return f"{path or 'body'}: {problem}"
+        raise errors.not_json(errors.NESTED_TOO_DEEPLY) from None

@@ -1,4 +1,8 @@
-"""Structured logs: one JSON object per line, one line per hook call."""
+"""Structured logs: every line the service writes is one JSON object, ours and uvicorn's alike.
+
+One handler on the root logger formats every record, so a line's shape never depends
+on which library logged it: ``time``, ``level``, ``msg``, then any fields of our own.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,17 @@ from typing import Any
 import orjson
 
 LOGGER_NAME = "sharddb.hooks"
+# uvicorn logs startup, shutdown and protocol errors under "uvicorn.error", and calls under "uvicorn.access".
+UVICORN_LOGGER_NAME = "uvicorn"
 
 
 class JSONFormatter(logging.Formatter):
+    """``time`` (UTC), ``level`` and ``msg``, then the record's ``fields``, then any traceback as ``error``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.converter = time.gmtime  # every time ends in Z, whatever the host's zone
+
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
             "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
@@ -28,14 +40,17 @@ class JSONFormatter(logging.Formatter):
 
 
 def setup(level: str = "INFO") -> logging.Logger:
-    """Idempotent: configures the service logger once, in UTC."""
+    """Idempotent: JSON lines on stdout from the root logger; ours and uvicorn's log at ``level``.
+
+    uvicorn must be started with ``log_config=None`` (``serving.config`` does), so that its
+    records reach this handler instead of plain-text handlers of its own.
+    """
+    root = logging.getLogger()
+    if not any(isinstance(handler.formatter, JSONFormatter) for handler in root.handlers):
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(JSONFormatter())
+        root.addHandler(handler)
+    logging.getLogger(UVICORN_LOGGER_NAME).setLevel(level.upper())
     logger = logging.getLogger(LOGGER_NAME)
     logger.setLevel(level.upper())
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stdout)
-        formatter = JSONFormatter()
-        formatter.converter = time.gmtime
-        handler.setFormatter(formatter)
-        logger.addHandler(handler)
-        logger.propagate = False
     return logger

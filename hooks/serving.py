@@ -21,11 +21,11 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .app import Health
-from .logs import LOGGER_NAME
+from . import errors, logs
+from .health import Health
 from .settings import Settings
 
-logger = logging.getLogger(LOGGER_NAME)
+logger = logging.getLogger(logs.LOGGER_NAME)
 
 _STATUS = {408: b"408 Request Timeout", 431: b"431 Request Header Fields Too Large"}
 
@@ -53,7 +53,7 @@ def guarded_protocol(head_timeout: float, max_head_bytes: int) -> type[asyncio.P
             if self._in_head:
                 self._head_bytes += len(data)
                 if self._head_bytes > max_head_bytes:
-                    self._refuse(431, b"request head too large")
+                    self._refuse(431, errors.HEAD_TOO_LARGE)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
@@ -80,13 +80,15 @@ def guarded_protocol(head_timeout: float, max_head_bytes: int) -> type[asyncio.P
             self._head_timer = None
             if self.cycle is not None and not self.cycle.response_complete:
                 return  # a request is being answered; its own limits apply
-            self._refuse(408, b"request head not received in time")
+            self._refuse(408, errors.HEAD_TOO_SLOW)
 
-        def _refuse(self, status: int, message: bytes) -> None:
+        def _refuse(self, status: int, detail: str) -> None:
+            """Written straight to the socket: with no complete head there is no ASGI request to answer."""
             self._in_head = False
             self._disarm()
             if self.transport.is_closing():
                 return
+            message = detail.encode()
             self.transport.write(
                 b"HTTP/1.1 " + _STATUS[status] + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
                 b"content-length: " + str(len(message)).encode() + b"\r\nconnection: close\r\n\r\n" + message
@@ -152,13 +154,19 @@ class HookServer(uvicorn.Server):
 
 
 def config(app: Any, settings: Settings) -> uvicorn.Config:
-    """uvicorn settings for ``app``; HTTPS when a certificate and key are given."""
+    """uvicorn settings for ``app``; HTTPS when a certificate and key are given.
+
+    uvicorn's own lines (startup, shutdown, protocol errors) are JSON like the hooks' lines:
+    its plain-text log config is left out, so its records reach the one handler ``logs`` sets up.
+    """
+    logs.setup(settings.log_level)
     return uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         http=guarded_protocol(settings.header_timeout_seconds, settings.max_header_bytes),
         lifespan="on",
+        log_config=None,
         log_level=settings.log_level.lower(),
         access_log=False,  # the app logs one structured line per hook call
         proxy_headers=False,

@@ -27,7 +27,7 @@ import yaml
 from fastapi.routing import APIRoute
 
 from hooks import handler, kinds
-from hooks.app import app
+from hooks.app import create_app
 from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
 from testbed.world import World
@@ -75,7 +75,7 @@ RESTRICTED_VOLUME_TYPES = {
 
 def routes(method: str) -> set[str]:
     """Paths the hook app serves for ``method``."""
-    return {r.path for r in app.routes if isinstance(r, APIRoute) and method in (r.methods or set())}
+    return {r.path for r in create_app(Settings()).routes if isinstance(r, APIRoute) and method in (r.methods or set())}
 
 
 def _name(path: Path) -> str:

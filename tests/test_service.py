@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.app import code_fingerprint
+from hooks.etags import code_fingerprint
 from hooks.logs import LOGGER_NAME, JSONFormatter
 from testbed.world import World, sharddb
 

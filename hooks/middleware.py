@@ -1,0 +1,109 @@
+"""Pure ASGI middleware that refuses a request before any route reads it.
+
+Each refusal is a small JSON ``{"detail": ...}`` answer, sent as a Starlette response
+so no ASGI message is built by hand; the wording comes from ``errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Collection
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from . import errors
+from .auth import REALM, TokenFile, presented_token
+
+
+class BearerAuth:
+    """401 unless the request carries the token; ``open_paths`` never need it."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenFile, open_paths: Collection[str]) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.open_paths = frozenset(open_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.open_paths:
+            await self.app(scope, receive, send)
+            return
+        presented = presented_token(scope["headers"])
+        expected = self.tokens.token()
+        # compare_digest on equal-type bytes: time does not depend on where they differ.
+        if presented is not None and expected is not None and hmac.compare_digest(presented, expected):
+            await self.app(scope, receive, send)
+            return
+        invalid = presented is not None
+        challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
+        detail = errors.INVALID_TOKEN if invalid else errors.MISSING_TOKEN
+        response = JSONResponse({"detail": detail}, status_code=401, headers={"WWW-Authenticate": challenge})
+        await response(scope, receive, send)
+
+
+class BodyLimit:
+    """Refuses bodies over ``limit`` bytes (413) or slower than ``timeout`` seconds (408).
+
+    Both answers close the connection: the rest of such a body is not worth reading.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, timeout: float = 10.0) -> None:
+        self.app = app
+        self.limit = limit
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for key, value in scope["headers"]:
+            if key == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await _closing(413, errors.body_too_large(self.limit))(scope, receive, send)
+                return
+        received = 0
+        complete = False
+        deadline = asyncio.get_running_loop().time() + self.timeout
+
+        async def limited() -> Message:
+            nonlocal received, complete
+            if complete:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise _SlowBodyError from None
+            if message["type"] == "http.disconnect":
+                raise _ClientGoneError
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise _TooLargeError
+            complete = not message.get("more_body", False)
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLargeError:
+            await _closing(413, errors.body_too_large(self.limit))(scope, receive, send)
+        except _SlowBodyError:
+            await _closing(408, errors.body_too_slow(self.timeout))(scope, receive, send)
+        except _ClientGoneError:
+            pass  # hung up mid-body: nobody is left to answer, and it is not the service's fault
+
+
+def _closing(status: int, detail: str) -> JSONResponse:
+    """A refusal that ends the connection, so the rest of the body is never read."""
+    return JSONResponse({"detail": detail}, status_code=status, headers={"Connection": "close"})
+
+
+class _TooLargeError(Exception):
+    pass
+
+
+class _SlowBodyError(Exception):
+    pass
+
+
+class _ClientGoneError(Exception):
+    pass
