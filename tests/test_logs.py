@@ -13,9 +13,8 @@ import httpx
 import pytest
 
 from hooks.logs import JSONFormatter
-
-from .server import launch
-from .world import World
+from testbed.server import launch
+from testbed.world import World
 
 SHAPE = ["time", "level", "msg"]
 
