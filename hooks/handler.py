@@ -14,10 +14,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import kinds, names, render
+from .changes import changes
 from .conditions import stamp
 from .contract import Parent, decode_customize, decode_sync, observed_children
 from .errors import from_validation
-from .lifecycle import Decision, changes, decide
+from .lifecycle import Decision, decide
 from .snapshot import Snapshot, observe
 from .spec import ShardDBSpec
 
@@ -61,7 +62,7 @@ def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Ou
         body=reply,
         parent=f"{snap.namespace}/{snap.name}",
         phase=decision.phase.value,
-        changes=changes(snap, decision),
+        changes=changes(snap.observed, reply["children"], decision.finalized),
     )
 
 

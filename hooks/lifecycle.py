@@ -498,25 +498,3 @@ def _finalize(snap: Snapshot) -> Decision:
         ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
     )
     return _stopping(snap, phase, shards, 0 if cache is not None else None, conditions, finalized=done)
-
-
-def changes(snap: Snapshot, decision: Decision) -> list[str]:
-    """What this answer changes against the observed world, for the log line."""
-    out: list[str] = []
-    if not snap.service:
-        out.append("create Service")
-    if snap.statefulset is None:
-        out.append(f"create StatefulSet replicas={decision.shards}")
-    elif snap.statefulset.replicas != decision.shards:
-        out.append(f"scale StatefulSet {snap.statefulset.replicas}->{decision.shards}")
-    for shards in decision.seed_jobs:
-        if snap.seed_job(shards) is None:
-            out.append(f"create seed Job for {shards} shards")
-    if decision.cache_replicas is not None:
-        if snap.cache is None:
-            out.append(f"create cache replicas={decision.cache_replicas}")
-        elif snap.cache.replicas != decision.cache_replicas:
-            out.append(f"scale cache {snap.cache.replicas}->{decision.cache_replicas}")
-    if decision.finalized:
-        out.append("finalized")
-    return out

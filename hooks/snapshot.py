@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import contract, names
-from .contract import Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
+from . import contract, kinds, names
+from .contract import Children, Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
 from .spec import MAX_SHARDS, ShardDBSpec
 
 
@@ -121,6 +121,8 @@ class Snapshot:
     cache_pods: int = 0
     shard_pods: int = 0
     stuck_pods: tuple[StuckPod, ...] = ()
+    # Every observed child by (kind, name), with its replicas where it has some: what an answer changes.
+    observed: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
 
     def seed_job(self, shards: int) -> SeedJobView | None:
         return next((job for job in self.seed_jobs if job.shards == shards), None)
@@ -136,6 +138,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
     db = names.db_name(name)
 
     statefulset = None
+    observed: dict[tuple[str, str], int | None] = {}
     service = cache_service = False
     budgets: frozenset[str] = frozenset()
     cache = None
@@ -174,6 +177,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
             if deployment.metadata.name == names.cache_name(name):
                 cache = _cache_view(deployment)
         jobs = tuple(sorted(_seed_jobs(name, (children.jobs or {}).values()), key=lambda job: job.shards))
+        observed = _observed(children)
 
     registered: frozenset[int] = frozenset()
     cache_pods = shard_pods = 0
@@ -211,7 +215,24 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
         cache_pods=cache_pods,
         shard_pods=shard_pods,
         stuck_pods=tuple(sorted(stuck, key=StuckPod.sort_key)),
+        observed=observed,
     )
+
+
+def _observed(children: Children) -> dict[tuple[str, str], int | None]:
+    found: dict[tuple[str, str], int | None] = {}
+    for sts in (children.statefulsets or {}).values():
+        found[(kinds.STATEFULSET.kind, sts.metadata.name)] = sts.spec.replicas
+    for deployment in (children.deployments or {}).values():
+        found[(kinds.DEPLOYMENT.kind, deployment.metadata.name)] = deployment.spec.replicas
+    for kind, group in (
+        (kinds.SERVICE, children.services),
+        (kinds.JOB, children.jobs),
+        (kinds.PDB, children.budgets),
+    ):
+        for child in (group or {}).values():
+            found[(kind.kind, child.metadata.name)] = None
+    return found
 
 
 def _prior_status(raw: dict[str, object] | None) -> tuple[int, tuple[Condition, ...]]:

@@ -100,7 +100,11 @@ def test_one_json_log_line_per_hook_call_names_parent_phase_and_changes(asgi: Te
     assert line["hook"] == "sync"
     assert line["parent"] == "default/shop"
     assert line["phase"] == "Provisioning"
-    assert line["changes"] == ["create Service", "create StatefulSet replicas=3"]
+    assert line["changes"] == [
+        "create Service/shop-db",
+        "create StatefulSet/shop-db replicas=3",
+        "create PodDisruptionBudget/shop-db",
+    ]
     assert line["status"] == 200
 
 
