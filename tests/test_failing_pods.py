@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from testbed.world import Obj, World, bring_up, sharddb, step
+from testbed.world import FAILURES, Obj, World, bring_up, sharddb, step
 
 from .hook import direct, over_http
 
@@ -138,3 +138,33 @@ def test_the_seed_job_runs_at_most_an_hour_by_default() -> None:
     job = world.job(3)
     assert job is not None
     assert job["spec"]["activeDeadlineSeconds"] == 3600
+
+
+REASONS = {"db": "ShardPodsFailing", "cache": "CachePodsFailing", "seed": "SeedPodsFailing"}
+SHOWN_AS = {"ErrImagePull": "ImagePullBackOff", "crashed, running again, not ready": "CrashLoopBackOff"}
+
+
+def _failing_world(component: str, failure: str) -> tuple[World, str]:
+    """A ShardDB at the step where ``component`` has pods, with one of them failing as ``failure``."""
+    if component == "seed":
+        world = World(sharddb("shop"))
+        step(world, direct)
+        world.run_statefulset()
+        step(world, direct)
+        return world, world.run_seed_pod(3, failure=failure)
+    world = available_world(direct)
+    pod = next(name for name in sorted(world.pods) if name.startswith(f"shop-{component}-"))
+    world.fail_pod(pod, failure)
+    return world, pod
+
+
+@pytest.mark.parametrize("component", sorted(REASONS))
+@pytest.mark.parametrize("failure", FAILURES)
+def test_each_failure_of_each_component_is_named_and_said_once(component: str, failure: str) -> None:
+    world, pod = _failing_world(component, failure)
+    first = step(world, direct)
+    condition = degraded(first)
+    assert (condition["status"], condition["reason"]) == ("True", REASONS[component])
+    assert f"{pod}: {SHOWN_AS.get(failure, failure)}" in condition["message"]
+    world.parent["status"] = {**first["status"], "observedGeneration": 1}
+    assert step(world, direct)["status"] == first["status"]
