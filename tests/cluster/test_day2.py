@@ -4,7 +4,7 @@ A rollout writes each changed template once, the shards' before the cache's, and
 ends in a fixed point; a paused ShardDB's answer must reproduce every stored child
 so exactly that Metacontroller neither updates nor deletes anything; hibernation
 must take the children down in the teardown order and wake on the same volumes
-without a seed.
+without a seed; deleting a paused or hibernated ShardDB still ends cleanly.
 """
 
 from __future__ import annotations
@@ -222,3 +222,75 @@ def test_cache_template_waits_until_every_shard_is_rolled_ready_and_registered(l
     assert _condition(loop, "Progressing")["reason"] == "Complete"
     assert len(loop.updates) == before + 2, _updates_since(loop, before)
     _idle_round_writes_nothing(loop)
+
+
+# --- deletion ------------------------------------------------------------------------------
+
+
+def _scaled_to_zero_pods_terminating(loop: Loop, workload: Obj | None, component: str) -> None:
+    """The controller has taken the replicas to zero; the pods are Terminating, their preStop still running."""
+    assert workload is not None
+    workload["status"] = {**workload.get("status", {}), "replicas": 0, "readyReplicas": 0, "availableReplicas": 0}
+    assert loop.world.terminate_pods(component)
+
+
+def test_deleting_a_paused_sharddb_flushes_the_cache_before_the_shards_stop(loop: Loop) -> None:
+    loop.edit({"paused": True})
+    loop.round()
+    before = len(loop.updates)
+    loop.delete()
+
+    assert loop.round()["status"]["phase"] == "DrainingCache"
+    for kind, name in (
+        ("PodDisruptionBudget", "demo-db"),
+        ("PodDisruptionBudget", "demo-cache"),
+        ("Service", "demo-cache"),
+    ):
+        assert not loop.kube.exists(kind, name, loop.namespace), f"{kind}/{name} outlived the cache"
+    assert loop.kube.get("Deployment", "demo-cache", loop.namespace)["spec"]["replicas"] == 0
+    assert loop.kube.get("StatefulSet", "demo-db", loop.namespace)["spec"]["replicas"] == 3
+
+    _scaled_to_zero_pods_terminating(loop, loop.world.cache(), "cache")  # flushing
+    answer = loop.round()
+    assert (answer["status"]["phase"], answer["finalized"]) == ("DrainingCache", False)
+    assert loop.kube.get("StatefulSet", "demo-db", loop.namespace)["spec"]["replicas"] == 3
+
+    loop.world.remove_pods("cache")
+    answer = loop.round()
+    assert (answer["status"]["phase"], answer["finalized"]) == ("DrainingShards", False)
+    assert loop.kube.get("StatefulSet", "demo-db", loop.namespace)["spec"]["replicas"] == 0
+    assert loop.kube.exists("ShardDB", "demo", loop.namespace)
+
+    _scaled_to_zero_pods_terminating(loop, loop.world.statefulset(), "db")  # draining
+    answer = loop.round()
+    assert (answer["status"]["phase"], answer["finalized"]) == ("DrainingShards", False)
+    assert loop.kube.exists("ShardDB", "demo", loop.namespace)
+
+    loop.world.remove_pods("db")
+    assert loop.round()["finalized"] is True
+    assert not loop.kube.exists("ShardDB", "demo", loop.namespace)
+    teardown = _updates_since(loop, before)
+    assert teardown == [("Deployment", [".spec.replicas"]), ("StatefulSet", [".spec.replicas"])]
+
+
+def _hibernate(loop: Loop) -> None:
+    loop.edit({"hibernated": True})
+    for _ in range(8):
+        if loop.round()["status"]["phase"] == "Hibernated":
+            return
+        loop.world.run_cache()
+        loop.world.remove_pods("cache")
+        loop.world.run_statefulset()
+    raise AssertionError(f"not Hibernated: {loop.answers[-1]['status']}")
+
+
+def test_deleting_a_hibernated_sharddb_finalizes_at_once_and_writes_no_child(loop: Loop) -> None:
+    _hibernate(loop)
+    stored = _stored(loop)
+    updates = len(loop.updates)
+    loop.delete()
+    answer = loop.round()
+    assert (answer["status"]["phase"], answer["finalized"]) == ("Finalized", True)
+    assert not loop.kube.exists("ShardDB", "demo", loop.namespace)
+    assert loop.updates[updates:] == []
+    assert _stored(loop) == stored, "a child was written or deleted on the way out"
