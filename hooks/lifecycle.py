@@ -65,6 +65,7 @@ class Decision:
     budgets: frozenset[str] = frozenset()
     cache_service: bool = False  # the cache's ClusterIP Service, with the cache while it serves
     cache_held: bool = False  # the cache keeps its current pod template until the shards have rolled
+    shards_held: bool = False  # the shards keep their current pod template: a teardown never rolls them
     frozen: bool = False  # every observed child is answered as it is; nothing created or deleted
     updated_shards: int = 0
     update_revision: str = ""
@@ -464,6 +465,9 @@ def _stopping(
         finalized=finalized,
         pod_management_policy=policy,
         claim_templates=claim_templates,
+        # A spec edited while stopping waits for the next start: no pod restarts on a new template now.
+        shards_held=sts is not None,
+        cache_held=cache is not None,
     )
 
 

@@ -21,7 +21,9 @@ Obj = dict[str, Any]
 
 def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     """The full desired set; anything observed and not listed here would be deleted."""
-    out = [service(snap.name, snap.spec.db.port), statefulset(snap.name, snap.spec, decision)]
+    held = snap.statefulset.held_template() if decision.shards_held and snap.statefulset else None
+    shards = statefulset(snap.name, decision, held or pods.db_template(snap.name, snap.spec))
+    out = [service(snap.name, snap.spec.db.port), shards]
     if names.DB in decision.budgets:
         out.append(budget(snap.name, names.DB))
     out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
@@ -154,7 +156,8 @@ def claim_templates(parent: str, decision: Decision) -> list[Obj]:
     ]
 
 
-def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
+def statefulset(parent: str, decision: Decision, template: Obj) -> Obj:
+    """The shards; ``template`` is the current one while the ShardDB stops."""
     db = names.db_name(parent)
     annotations = {names.SEEDED_SHARDS_ANNOTATION: str(decision.seeded_shards)}
     return {
@@ -168,7 +171,7 @@ def statefulset(parent: str, spec: ShardDBSpec, decision: Decision) -> Obj:
             "selector": {"matchLabels": names.selector_labels(parent, names.DB)},
             "updateStrategy": {"type": "RollingUpdate"},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
-            "template": pods.db_template(parent, spec),
+            "template": template,
             "volumeClaimTemplates": claim_templates(parent, decision),
         },
     }

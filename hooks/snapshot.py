@@ -29,6 +29,25 @@ class StatefulSetView:
     claim_templates: tuple[dict[str, Any], ...] = ()
     rollout: Rollout = field(default_factory=lambda: Rollout())
     template: dict[str, Any] = field(default_factory=dict)  # the pod template as stored
+    last_applied: str | None = None  # Metacontroller's record of what the hooks last asked for
+
+    def held_template(self) -> dict[str, Any]:
+        """The pod template to keep while the ShardDB stops: a teardown never rolls the shards."""
+        return _held_template(self.last_applied, self.template)
+
+
+def _held_template(last_applied: str | None, stored: dict[str, Any]) -> dict[str, Any]:
+    """The pod template last asked for, else the stored one.
+
+    Answering with exactly what was last applied makes a hold cost Metacontroller no write.
+    """
+    try:
+        last = json.loads(last_applied) if last_applied else None
+    except (ValueError, RecursionError):
+        last = None
+    spec = last.get("spec") if isinstance(last, dict) else None
+    template = spec.get("template") if isinstance(spec, dict) else None
+    return template if isinstance(template, dict) and not contract.unfit(template) else stored
 
 
 @dataclass(frozen=True)
@@ -61,17 +80,8 @@ class CacheView:
     last_applied: str | None = None  # Metacontroller's record of what the hooks last asked for
 
     def held_template(self) -> dict[str, Any]:
-        """The pod template to keep while the cache waits: the one last asked for, else the stored one.
-
-        Answering with exactly what was last applied makes the hold cost Metacontroller no write.
-        """
-        try:
-            last = json.loads(self.last_applied) if self.last_applied else None
-        except (ValueError, RecursionError):
-            last = None
-        spec = last.get("spec") if isinstance(last, dict) else None
-        template = spec.get("template") if isinstance(spec, dict) else None
-        return template if isinstance(template, dict) and not contract.unfit(template) else self.template
+        """The pod template to keep while the cache waits for the shards, or the ShardDB stops."""
+        return _held_template(self.last_applied, self.template)
 
 
 @dataclass(frozen=True)
@@ -164,6 +174,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
                         update_revision=sts.status.update_revision,
                     ),
                     template=sts.spec.template,
+                    last_applied=sts.metadata.annotations.get(LAST_APPLIED),
                 )
         services = {svc.metadata.name for svc in (children.services or {}).values()}
         service = db in services

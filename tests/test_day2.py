@@ -157,3 +157,20 @@ def test_delete_while_hibernated_finalizes_at_once(world: World, hook: Hook) -> 
         world.remove_pods("cache")
         world.run_statefulset()
     assert tear_down(world, hook) == ["Finalized"]
+
+
+def test_a_spec_edited_during_deletion_rolls_no_pod(world: World, hook: Hook) -> None:
+    world.delete()
+    world.edit_spec(dbImage="postgres:17", cache={"image": "redis:8", "replicas": 2})
+    step(world, hook)
+    assert image(world.statefulset()) == "postgres:16"
+    assert image(world.cache()) == "redis:7"
+
+
+def test_a_spec_edited_while_hibernating_is_rolled_out_on_waking(world: World, hook: Hook) -> None:
+    world.edit_spec(hibernated=True, dbImage="postgres:17")
+    step(world, hook)
+    assert image(world.statefulset()) == "postgres:16"
+    world.edit_spec(hibernated=False)
+    step(world, hook)
+    assert image(world.statefulset()) == "postgres:17"

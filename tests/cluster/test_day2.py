@@ -294,3 +294,32 @@ def test_deleting_a_hibernated_sharddb_finalizes_at_once_and_writes_no_child(loo
     assert not loop.kube.exists("ShardDB", "demo", loop.namespace)
     assert loop.updates[updates:] == []
     assert _stored(loop) == stored, "a child was written or deleted on the way out"
+
+
+def test_a_change_waiting_in_a_paused_sharddb_is_not_rolled_out_by_its_deletion(loop: Loop) -> None:
+    """Teardown never restarts a shard on a new template (a new major version on old data would crash)."""
+    loop.edit({"paused": True})
+    loop.round()
+    loop.edit({"paused": True, "dbImage": "postgres:17", "cache": {**SPEC["cache"], "image": "redis:8"}})
+    loop.round()
+    before = len(loop.updates)
+    loop.delete()
+    loop.round()
+    _scaled_to_zero_pods_terminating(loop, loop.world.cache(), "cache")
+    loop.world.remove_pods("cache")
+    assert loop.round()["status"]["phase"] == "DrainingShards"
+    teardown = _updates_since(loop, before)
+    assert teardown == [("Deployment", [".spec.replicas"]), ("StatefulSet", [".spec.replicas"])]
+    stored = loop.kube.get("StatefulSet", "demo-db", loop.namespace)
+    assert stored["spec"]["template"]["spec"]["containers"][0]["image"] == SPEC["dbImage"]
+
+
+def test_a_change_made_while_hibernating_waits_for_the_wake(loop: Loop) -> None:
+    loop.edit({"hibernated": True})
+    loop.round()
+    before = len(loop.updates)
+    loop.edit({"hibernated": True, "dbImage": "postgres:17"})
+    loop.round()
+    assert all(kind != "StatefulSet" or fields == [".spec.replicas"] for kind, fields in _updates_since(loop, before))
+    stored = loop.kube.get("StatefulSet", "demo-db", loop.namespace)
+    assert stored["spec"]["template"]["spec"]["containers"][0]["image"] == SPEC["dbImage"]
