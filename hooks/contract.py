@@ -284,8 +284,11 @@ def observed_children(body: bytes) -> list[dict[str, Any]]:
 def unfit(value: Any, where: str = "") -> str:
     """Why ``value`` could not go back out as JSON a Kubernetes client reads (``path: problem``), or ''.
 
-    Walked without recursion, so no input can exhaust the stack.
+    Walked without recursion, so no input can exhaust the stack; paths are spelled out only
+    for a value that has a problem, since nearly every value has none.
     """
+    if _fit(value):
+        return ""
     stack: list[tuple[Any, int, str]] = [(value, 1, where)]
     while stack:
         node, level, path = stack.pop()
@@ -298,6 +301,26 @@ def unfit(value: Any, where: str = "") -> str:
         elif isinstance(node, list):
             stack.extend((child, level + 1, f"{path}.{index}") for index, child in enumerate(node))
     return ""
+
+
+def _fit(value: Any) -> bool:
+    """``unfit``'s test without the paths: no level deeper than allowed, no integer beyond 64 bits."""
+    level, current = 1, [value]
+    while current:
+        if level > MAX_CHILD_DEPTH:
+            return False
+        deeper: list[Any] = []
+        for node in current:
+            if type(node) is dict:
+                deeper.extend(node.values())
+            elif type(node) is list:
+                deeper.extend(node)
+            elif isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**63:
+                return False
+            elif isinstance(node, (dict, list)):
+                deeper.extend(node.values() if isinstance(node, dict) else node)
+        current, level = deeper, level + 1
+    return True
 
 
 def condition(raw: object) -> Condition | None:

@@ -8,7 +8,6 @@ API server stores them, so a stored template contains exactly what is rendered.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from . import names, quantity
@@ -26,6 +25,15 @@ DATA_VOLUME = "data"
 HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
 
 
+def _clone(value: Any) -> Any:
+    """A copy of JSON-shaped data (dicts, lists, scalars), so no rendered object shares the spec's."""
+    if isinstance(value, dict):
+        return {key: _clone(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clone(item) for item in value]
+    return value
+
+
 def _probe(port: str, period: int, failures: int) -> Obj:
     return {"tcpSocket": {"port": port}, "periodSeconds": period, "failureThreshold": failures}
 
@@ -33,14 +41,14 @@ def _probe(port: str, period: int, failures: int) -> Obj:
 def _env(ours: list[Obj], theirs: list[Obj]) -> list[Obj]:
     """Our variables, then the user's; a user's variable of the same name replaces ours."""
     overridden = {var.get("name") for var in theirs}
-    return [var for var in ours if var["name"] not in overridden] + [copy.deepcopy(var) for var in theirs]
+    return [var for var in ours if var["name"] not in overridden] + [_clone(var) for var in theirs]
 
 
 def _resources(resources: Obj | None) -> Obj | None:
     """Requests and limits in the server's spelling (``0.5`` is stored as ``500m``)."""
     if resources is None:
         return None
-    out = copy.deepcopy(resources)
+    out: Obj = _clone(resources)
     for part in ("requests", "limits"):
         if isinstance(out.get(part), dict):
             out[part] = {name: quantity.canonical(value) for name, value in out[part].items()}
@@ -72,19 +80,19 @@ def _placement(spec: ShardDBSpec, pod: PodFields, parent: str, component: str, *
     if spec.service_account_name:
         out["serviceAccountName"] = spec.service_account_name
     if spec.image_pull_secrets:
-        out["imagePullSecrets"] = copy.deepcopy(spec.image_pull_secrets)
+        out["imagePullSecrets"] = _clone(spec.image_pull_secrets)
     if pod.node_selector:
         out["nodeSelector"] = dict(pod.node_selector)
     if pod.tolerations:
-        out["tolerations"] = copy.deepcopy(pod.tolerations)
+        out["tolerations"] = _clone(pod.tolerations)
     if pod.priority_class_name:
         out["priorityClassName"] = pod.priority_class_name
     if not spread:
         return out
     if pod.affinity:
-        out["affinity"] = copy.deepcopy(pod.affinity)
+        out["affinity"] = _clone(pod.affinity)
     if pod.topology_spread_constraints:
-        out["topologySpreadConstraints"] = copy.deepcopy(pod.topology_spread_constraints)
+        out["topologySpreadConstraints"] = _clone(pod.topology_spread_constraints)
     if not pod.affinity and not pod.topology_spread_constraints:
         out["topologySpreadConstraints"] = _spread(parent, component)
     return out
@@ -93,11 +101,11 @@ def _placement(spec: ShardDBSpec, pod: PodFields, parent: str, component: str, *
 def _container(name: str, image: str, pod: PodFields, env: list[Obj], **fields: Any) -> Obj:
     container: Obj = {"name": name, "image": image, **fields, "env": _env(env, pod.env)}
     if pod.env_from:
-        container["envFrom"] = copy.deepcopy(pod.env_from)
+        container["envFrom"] = _clone(pod.env_from)
     resources = _resources(pod.resources)
     if resources:
         container["resources"] = resources
-    container["securityContext"] = copy.deepcopy(pod.security_context or DEFAULT_CONTAINER_SECURITY_CONTEXT)
+    container["securityContext"] = _clone(pod.security_context or DEFAULT_CONTAINER_SECURITY_CONTEXT)
     return container
 
 
@@ -132,7 +140,7 @@ def db_template(parent: str, spec: ShardDBSpec) -> Obj:
         "metadata": _metadata(parent, names.DB, db),
         "spec": {
             "terminationGracePeriodSeconds": spec.drain_grace_period_seconds,
-            "securityContext": copy.deepcopy(db.pod_security_context or DEFAULT_DB_POD_SECURITY_CONTEXT),
+            "securityContext": _clone(db.pod_security_context or DEFAULT_DB_POD_SECURITY_CONTEXT),
             **_placement(spec, db, parent, names.DB, spread=True),
             "containers": [container],
         },
@@ -156,7 +164,7 @@ def seed_template(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -
         "metadata": _metadata(parent, names.SEED, db),
         "spec": {
             "restartPolicy": "Never",
-            "securityContext": copy.deepcopy(db.pod_security_context or DEFAULT_DB_POD_SECURITY_CONTEXT),
+            "securityContext": _clone(db.pod_security_context or DEFAULT_DB_POD_SECURITY_CONTEXT),
             **_placement(spec, db, parent, names.SEED, spread=False),
             "containers": [container],
         },
@@ -185,7 +193,7 @@ def cache_template(parent: str, spec: ShardDBSpec) -> Obj:
         "metadata": _metadata(parent, names.CACHE, cache),
         "spec": {
             "terminationGracePeriodSeconds": cache.flush_grace_period_seconds,
-            "securityContext": copy.deepcopy(cache.pod_security_context or DEFAULT_CACHE_POD_SECURITY_CONTEXT),
+            "securityContext": _clone(cache.pod_security_context or DEFAULT_CACHE_POD_SECURITY_CONTEXT),
             **_placement(spec, cache, parent, names.CACHE, spread=True),
             "containers": [container],
         },
