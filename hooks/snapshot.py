@@ -286,6 +286,7 @@ IMAGE_REASONS = frozenset({"InvalidImageName", "ImagePullBackOff"})
 # The kubelet flips between these on every retry; one name keeps the status still.
 SAME_AS = {"ErrImagePull": "ImagePullBackOff"}
 DETAIL_MAX = 120
+CRASHES_FOR_A_LOOP = 2  # a running container that crashed this often and is not ready is in a loop
 
 
 def _stuck(pod: Pod) -> StuckPod | None:
@@ -311,11 +312,12 @@ def _container_problem(status: ContainerStatus) -> tuple[str, str]:
         return reason, _short(status.image or (waiting.message if waiting else ""))
     if reason in ("CreateContainerConfigError", "CreateContainerError", "RunContainerError"):
         return reason, _short(waiting.message if waiting else "")
-    # Between back-offs a crashing container briefly runs or lies terminated: still a crash loop.
+    # Between back-offs a crashing container lies terminated or briefly runs: still a crash loop.
+    # Running again after a single crash (a shard replaying its log, say) is a recovery, not a loop.
     crashed = status.state.terminated or status.last_state.terminated
-    crashing = reason == "CrashLoopBackOff" or (
-        not status.ready and status.restart_count > 0 and crashed is not None and crashed.exit_code != 0
-    )
+    failed = crashed is not None and crashed.exit_code != 0 and not status.ready
+    repeated = status.restart_count >= (1 if status.state.terminated else CRASHES_FOR_A_LOOP)
+    crashing = reason == "CrashLoopBackOff" or (failed and repeated)
     if crashing:
         exited = f"container {status.name} exited {crashed.exit_code}" if crashed is not None else ""
         cause = f" ({crashed.reason})" if crashed is not None and crashed.reason not in ("", "Error") else ""

@@ -168,3 +168,21 @@ def test_each_failure_of_each_component_is_named_and_said_once(component: str, f
     assert f"{pod}: {SHOWN_AS.get(failure, failure)}" in condition["message"]
     world.parent["status"] = {**first["status"], "observedGeneration": 1}
     assert step(world, direct)["status"] == first["status"]
+
+
+def _running_after(world: World, pod: str, restarts: int) -> None:
+    """The container runs again, not ready yet, after ``restarts`` crashes."""
+    world.fail_pod(pod, "crashed, running again, not ready")
+    world.pods[pod]["status"]["containerStatuses"][0]["restartCount"] = restarts
+
+
+def test_a_shard_running_again_after_one_crash_is_recovering_not_failing() -> None:
+    world = available_world(direct)
+    _running_after(world, "shop-db-1", restarts=1)
+    assert "shop-db-1" not in degraded(step(world, direct))["message"]
+
+
+def test_a_shard_running_again_after_repeated_crashes_is_a_crash_loop() -> None:
+    world = available_world(direct)
+    _running_after(world, "shop-db-1", restarts=2)
+    assert "shop-db-1: CrashLoopBackOff (container db exited 1)" in degraded(step(world, direct))["message"]
