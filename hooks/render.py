@@ -6,12 +6,10 @@ server fills in, so Metacontroller's in-place updates touch exactly these.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from . import names, pods
-from .applied import contains
-from .contract import unfit
+from .applied import LAST_APPLIED, contains, last_applied
 from .lifecycle import Decision
 from .snapshot import Snapshot
 from .spec import ShardDBSpec
@@ -38,8 +36,6 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     return out
 
 
-# Metacontroller's record, on each child, of the object the hooks last asked for.
-LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 SYSTEM_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
 
 
@@ -53,14 +49,8 @@ def frozen(observed: list[Obj]) -> list[Obj]:
     out = []
     for child in observed:
         meta = child.get("metadata") or {}
-        recorded = (meta.get("annotations") or {}).get(LAST_APPLIED)
-        try:
-            last = json.loads(recorded) if recorded else None
-        except (ValueError, RecursionError):
-            last = None
-        if last is not None and unfit(last):
-            last = None
-        if isinstance(last, dict) and last.get("kind") == child.get("kind") and contains(child, last):
+        last = last_applied((meta.get("annotations") or {}).get(LAST_APPLIED))
+        if last is not None and last.get("kind") == child.get("kind") and contains(child, last):
             out.append(last)
             continue
         kept = {key: value for key, value in child.items() if key != "status"}

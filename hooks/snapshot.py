@@ -6,12 +6,11 @@ that tests can feed directly, without HTTP or Kubernetes-shaped JSON.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import contract, kinds, names
+from . import applied, contract, kinds, names
 from .contract import Children, Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
 from .spec import MAX_SHARDS, ShardDBSpec
 
@@ -36,18 +35,15 @@ class StatefulSetView:
         return _held_template(self.last_applied, self.template)
 
 
-def _held_template(last_applied: str | None, stored: dict[str, Any]) -> dict[str, Any]:
-    """The pod template last asked for, else the stored one.
+def _held_template(recorded: str | None, stored: dict[str, Any]) -> dict[str, Any]:
+    """The pod template last asked for, else the stored one; read only when a hold needs it.
 
     Answering with exactly what was last applied makes a hold cost Metacontroller no write.
     """
-    try:
-        last = json.loads(last_applied) if last_applied else None
-    except (ValueError, RecursionError):
-        last = None
-    spec = last.get("spec") if isinstance(last, dict) else None
+    last = applied.last_applied(recorded)
+    spec = last.get("spec") if last is not None else None
     template = spec.get("template") if isinstance(spec, dict) else None
-    return template if isinstance(template, dict) and not contract.unfit(template) else stored
+    return template if isinstance(template, dict) else stored
 
 
 @dataclass(frozen=True)
@@ -174,7 +170,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
                         update_revision=sts.status.update_revision,
                     ),
                     template=sts.spec.template,
-                    last_applied=sts.metadata.annotations.get(LAST_APPLIED),
+                    last_applied=sts.metadata.annotations.get(applied.LAST_APPLIED),
                 )
         services = {svc.metadata.name for svc in (children.services or {}).values()}
         service = db in services
@@ -269,9 +265,6 @@ def _claim_storage(templates: list[dict[str, Any]]) -> tuple[str | None, str | N
     return (size if isinstance(size, str) else None), (storage_class if isinstance(storage_class, str) else None)
 
 
-# Metacontroller's dynamic apply keeps the last desired object of each child here.
-LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
-
 # Why a pod cannot start, furthest from running first: the order Degraded reports them in.
 STUCK_ORDER = (
     "Unschedulable",
@@ -347,7 +340,7 @@ def _cache_view(deployment: Deployment) -> CacheView:
             updated=deployment.status.updated_replicas,
         ),
         template=deployment.spec.template,
-        last_applied=deployment.metadata.annotations.get(LAST_APPLIED),
+        last_applied=deployment.metadata.annotations.get(applied.LAST_APPLIED),
     )
 
 
