@@ -8,7 +8,7 @@ backwards; a rollout moves the shards first and the cache after them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -65,7 +65,9 @@ class Decision:
     budgets: frozenset[str] = frozenset()
     cache_service: bool = False  # the cache's ClusterIP Service, with the cache while it serves
     cache_held: bool = False  # the cache keeps its current pod template until the shards have rolled
-    shards_held: bool = False  # the shards keep their current pod template: a teardown never rolls them
+    # The pod templates to render, each built once: the spec's, or the one held as last applied.
+    db_template: dict[str, Any] = field(default_factory=dict)
+    cache_template: dict[str, Any] = field(default_factory=dict)
     frozen: bool = False  # every observed child is answered as it is; nothing created or deleted
     updated_shards: int = 0
     update_revision: str = ""
@@ -174,12 +176,14 @@ def _sync(snap: Snapshot) -> Decision:
     if not seeded_now and current_job is None and all_ready and not earlier_running:
         seed_jobs.add(shards)
 
-    rollout = _rollout(snap, shards, ready, all_registered)
+    cache = snap.cache
+    gates_open = all_ready and seeded_now and all_registered
+    db_template = pods.db_template(snap.name, spec)
+    cache_template = pods.cache_template(snap.name, spec) if (cache is not None or gates_open) else {}
+    rollout = _rollout(snap, shards, ready, all_registered, db_template, cache_template)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
     tolerated = 1 if rollout.shards_rolling and not _stuck(snap, names.DB) else 0
 
-    cache = snap.cache
-    gates_open = all_ready and seeded_now and all_registered
     cache_replicas = spec.cache.replicas if (cache is not None or gates_open) else None
     cache_ready_replicas = cache.ready if cache else 0
     cache_ready = cache is not None and cache.ready >= spec.cache.replicas and cache.replicas == spec.cache.replicas
@@ -242,6 +246,8 @@ def _sync(snap: Snapshot) -> Decision:
         pod_management_policy=policy,
         claim_templates=claim_templates,
         cache_held=rollout.cache_held,
+        db_template=db_template,
+        cache_template=(cache.held_template() or cache_template) if rollout.cache_held and cache else cache_template,
         updated_shards=sts.rollout.updated if sts else 0,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
@@ -256,16 +262,23 @@ class _Rollout:
     shards_updated: int
 
 
-def _rollout(snap: Snapshot, shards: int, ready: int, all_registered: bool) -> _Rollout:
+def _rollout(
+    snap: Snapshot,
+    shards: int,
+    ready: int,
+    all_registered: bool,
+    db_template: dict[str, Any],
+    cache_template: dict[str, Any],
+) -> _Rollout:
     """Where a template change stands: shards first; the cache once every shard is updated and serving."""
     sts, cache = snap.statefulset, snap.cache
     if sts is None:
         return _Rollout(False, False, False, 0)
-    db_pending = not contains(sts.template, pods.db_template(snap.name, snap.spec))
+    db_pending = not contains(sts.template, db_template)
     # A template rollout, not a scale change: only that restarts serving shards on purpose.
     shards_rolling = db_pending or sts.rollout.new_revision()
     shards_settled = not shards_rolling and sts.rollout.settled(sts.replicas) and ready >= shards and all_registered
-    cache_pending = cache is not None and not contains(cache.template, pods.cache_template(snap.name, snap.spec))
+    cache_pending = cache is not None and not contains(cache.template, cache_template)
     cache_held = cache_pending and not shards_settled
     cache_rolling = cache is not None and (
         (cache_pending and not cache_held) or not cache.rollout.settled(cache.replicas)
@@ -466,8 +479,9 @@ def _stopping(
         pod_management_policy=policy,
         claim_templates=claim_templates,
         # A spec edited while stopping waits for the next start: no pod restarts on a new template now.
-        shards_held=sts is not None,
         cache_held=cache is not None,
+        db_template=(sts.held_template() if sts else {}) or pods.db_template(snap.name, snap.spec),
+        cache_template=cache.held_template() if cache else {},
     )
 
 

@@ -19,16 +19,12 @@ Obj = dict[str, Any]
 
 def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     """The full desired set; anything observed and not listed here would be deleted."""
-    held = snap.statefulset.held_template() if decision.shards_held and snap.statefulset else None
-    shards = statefulset(snap.name, decision, held or pods.db_template(snap.name, snap.spec))
-    out = [service(snap.name, snap.spec.db.port), shards]
+    out = [service(snap.name, snap.spec.db.port), statefulset(snap.name, decision)]
     if names.DB in decision.budgets:
         out.append(budget(snap.name, names.DB))
     out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
     if decision.cache_replicas is not None:
-        held = snap.cache.held_template() if decision.cache_held and snap.cache else None
-        template = held or pods.cache_template(snap.name, snap.spec)
-        out.append(cache_deployment(snap.name, decision.cache_replicas, template))
+        out.append(cache_deployment(snap.name, decision.cache_replicas, decision.cache_template))
     if decision.cache_service:
         out.append(cache_service(snap.name, snap.spec.cache.port))
     if names.CACHE in decision.budgets:
@@ -146,8 +142,7 @@ def claim_templates(parent: str, decision: Decision) -> list[Obj]:
     ]
 
 
-def statefulset(parent: str, decision: Decision, template: Obj) -> Obj:
-    """The shards; ``template`` is the current one while the ShardDB stops."""
+def statefulset(parent: str, decision: Decision) -> Obj:
     db = names.db_name(parent)
     annotations = {names.SEEDED_SHARDS_ANNOTATION: str(decision.seeded_shards)}
     return {
@@ -161,7 +156,7 @@ def statefulset(parent: str, decision: Decision, template: Obj) -> Obj:
             "selector": {"matchLabels": names.selector_labels(parent, names.DB)},
             "updateStrategy": {"type": "RollingUpdate"},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
-            "template": template,
+            "template": decision.db_template,
             "volumeClaimTemplates": claim_templates(parent, decision),
         },
     }
