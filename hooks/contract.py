@@ -311,14 +311,12 @@ def _fit(value: Any) -> bool:
             return False
         deeper: list[Any] = []
         for node in current:
-            if type(node) is dict:
+            if isinstance(node, dict):
                 deeper.extend(node.values())
-            elif type(node) is list:
+            elif isinstance(node, list):
                 deeper.extend(node)
             elif isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**63:
                 return False
-            elif isinstance(node, (dict, list)):
-                deeper.extend(node.values() if isinstance(node, dict) else node)
         current, level = deeper, level + 1
     return True
 

@@ -55,9 +55,8 @@ def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Ou
     if finalize and not snap.finalizing:
         snap = replace(snap, finalizing=True)
     decision = decide(snap)
-    reply = answer(snap, decision, now, finalize=finalize)
-    if decision.frozen:
-        reply["children"] = render.frozen(observed_children(body))
+    children = render.frozen(observed_children(body)) if decision.frozen else render.children(snap, decision)
+    reply = answer(snap, decision, children, now, finalize=finalize)
     return Outcome(
         body=reply,
         parent=f"{snap.namespace}/{snap.name}",
@@ -66,8 +65,10 @@ def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Ou
     )
 
 
-def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finalize: bool) -> dict[str, Any]:
-    """The response body for a decision; ``now`` is called at most once."""
+def answer(
+    snap: Snapshot, decision: Decision, children: list[dict[str, Any]], now: Callable[[], str], *, finalize: bool
+) -> dict[str, Any]:
+    """The response body for a decision and its children; ``now`` is called at most once."""
     clock: list[str] = []
 
     def lazy_now() -> str:
@@ -78,7 +79,7 @@ def answer(snap: Snapshot, decision: Decision, now: Callable[[], str], *, finali
     conditions = stamp(decision.conditions, snap.prior_conditions, snap.generation, lazy_now)
     body: dict[str, Any] = {
         "status": render.status(decision, conditions),
-        "children": render.children(snap, decision),
+        "children": children,
     }
     if snap.finalizing and not decision.finalized:
         body["resyncAfterSeconds"] = FINALIZE_RESYNC_SECONDS
