@@ -13,7 +13,6 @@ import ctypes
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -22,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from testbed.server import free_port
 
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build-binaries.sh"
@@ -68,12 +69,6 @@ def remove_orphaned_roots() -> None:
             shutil.rmtree(root, ignore_errors=True)
         except (OSError, ValueError):
             continue  # not ours to judge: unreadable, or just being created
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _die_with_parent() -> None:

@@ -53,11 +53,22 @@ def launch(
     scheme: str = "http",
     prefix: Sequence[str] = (),
     timeout: float = 20.0,
+    cwd: Path = ROOT,
+    isolated: bool = False,
 ) -> Iterator[HookProcess]:
-    """Started and ready (``/readyz`` 200); SIGTERM at the end, SIGKILL if it lingers."""
+    """Started and ready (``/readyz`` 200); SIGTERM at the end, SIGKILL if it lingers.
+
+    ``cwd`` is the checkout whose code runs; ``isolated`` drops ``PYTHONPATH`` and every
+    ``SHARDDB_*`` setting of this process, so another checkout runs its own code with its defaults.
+    """
     port = free_port()
+    inherited = {
+        key: value
+        for key, value in os.environ.items()
+        if not (isolated and (key == "PYTHONPATH" or key.startswith("SHARDDB_")))
+    }
     environment = {
-        **os.environ,
+        **inherited,
         "SHARDDB_SHUTDOWN_DELAY_SECONDS": "0",  # no load balancer to wait for; the delay is tested on its own
         **(env or {}),
         "SHARDDB_HOST": "127.0.0.1",
@@ -66,7 +77,7 @@ def launch(
     stdout, stderr = logs / f"{module}-{port}.out", logs / f"{module}-{port}.err"
     with stdout.open("wb") as out, stderr.open("wb") as err:
         process = subprocess.Popen(
-            [*prefix, sys.executable, "-m", module], cwd=ROOT, env=environment, stdout=out, stderr=err
+            [*prefix, sys.executable, "-m", module], cwd=cwd, env=environment, stdout=out, stderr=err
         )
     running = HookProcess(process, port, scheme, stdout, stderr)
     try:

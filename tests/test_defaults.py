@@ -16,7 +16,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -37,6 +36,7 @@ from hooks.spec import (
     DEFAULT_SEED_COMMAND,
     ShardDBSpec,
 )
+from testbed.server import free_port
 
 from .kube_schema import problems
 
@@ -643,13 +643,6 @@ class Server:
     def env(self) -> dict[str, str]:
         assert PG_BIN is not None
         return {"PATH": f"{PG_BIN}:/usr/bin:/bin", "PGDATA": str(self.data)}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

@@ -8,18 +8,14 @@ the code, CRD and CompositeController it names.
 from __future__ import annotations
 
 import io
-import os
-import socket
 import subprocess
-import sys
 import tarfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+from testbed.server import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("hooks", "crds", "metacontroller")
@@ -54,50 +50,9 @@ def working_tree() -> Source:
     return Source(revision=commit + ("+" if dirty else ""), origin="working tree", directory=ROOT)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serve(source: Source, logs: Path, timeout: float = 30.0) -> Iterator[str]:
     """``python -m hooks`` from the version's directory until the block ends; yields its base URL."""
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH" and not key.startswith("SHARDDB_")}
-    env.update(
-        SHARDDB_HOST="127.0.0.1",
-        SHARDDB_PORT=str(port),
-        SHARDDB_LOG_LEVEL="WARNING",
-        SHARDDB_SHUTDOWN_DELAY_SECONDS="0",
-    )
-    log = logs / f"hooks-{source.revision.rstrip('+')}-{port}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hooks"], cwd=source.directory, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(process, base, log, timeout)
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_ready(process: subprocess.Popen[bytes], base: str, log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"hooks exited ({process.returncode}):\n{log.read_text(errors='replace')[-2000:]}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"hooks not ready after {timeout:.0f}s:\n{log.read_text(errors='replace')[-2000:]}")
+    env = {"SHARDDB_LOG_LEVEL": "WARNING"}
+    with launch(logs, env, timeout=timeout, cwd=source.directory, isolated=True) as running:
+        yield running.base
