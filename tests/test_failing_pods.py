@@ -26,6 +26,15 @@ def degraded(answer: Obj) -> Obj:
     return condition
 
 
+def seeding_world(hook: Hook, **spec: Any) -> World:
+    """A ShardDB whose shards are all ready, so its seed Job has just been asked for."""
+    world = World(sharddb("shop", **spec))
+    step(world, hook)
+    world.run_statefulset()
+    step(world, hook)
+    return world
+
+
 def available_world(hook: Hook, **spec: Any) -> World:
     world = World(sharddb("shop", **spec))
     answer = bring_up(world, hook)
@@ -82,10 +91,7 @@ def test_an_unschedulable_cache_pod_is_cache_pods_failing(hook: Hook) -> None:
 
 
 def test_a_seed_pod_that_cannot_start_is_seed_pods_failing(hook: Hook) -> None:
-    world = World(sharddb("shop"))
-    step(world, hook)
-    world.run_statefulset()
-    step(world, hook)  # the seed Job is asked for
+    world = seeding_world(hook)
     pod = world.run_seed_pod(3, failure="ImagePullBackOff")
     answer = step(world, hook)
     assert answer["status"]["phase"] == "Seeding"
@@ -112,10 +118,7 @@ def test_the_status_stays_put_while_a_pod_stays_stuck(hook: Hook) -> None:
 
 
 def test_a_seed_past_its_deadline_is_seed_failed_with_the_jobs_reason() -> None:
-    world = World(sharddb("shop", seedTimeoutSeconds=60))
-    step(world, direct)
-    world.run_statefulset()
-    step(world, direct)
+    world = seeding_world(direct, seedTimeoutSeconds=60)
     job = world.job(3)
     assert job is not None
     assert job["spec"]["activeDeadlineSeconds"] == 60
@@ -131,10 +134,7 @@ def test_a_seed_past_its_deadline_is_seed_failed_with_the_jobs_reason() -> None:
 
 
 def test_the_seed_job_runs_at_most_an_hour_by_default() -> None:
-    world = World(sharddb("shop"))
-    step(world, direct)
-    world.run_statefulset()
-    step(world, direct)
+    world = seeding_world(direct)
     job = world.job(3)
     assert job is not None
     assert job["spec"]["activeDeadlineSeconds"] == 3600
@@ -147,10 +147,7 @@ SHOWN_AS = {"ErrImagePull": "ImagePullBackOff", "crashed, running again, not rea
 def _failing_world(component: str, failure: str) -> tuple[World, str]:
     """A ShardDB at the step where ``component`` has pods, with one of them failing as ``failure``."""
     if component == "seed":
-        world = World(sharddb("shop"))
-        step(world, direct)
-        world.run_statefulset()
-        step(world, direct)
+        world = seeding_world(direct)
         return world, world.run_seed_pod(3, failure=failure)
     world = available_world(direct)
     pod = next(name for name in sorted(world.pods) if name.startswith(f"shop-{component}-"))

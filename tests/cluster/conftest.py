@@ -18,6 +18,8 @@ import pytest
 from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
 
 from .kube import Kube
+from .loop import Loop
+from .samples import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_NAME = "sharddbs.mygroup.example.com"
@@ -76,3 +78,12 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
     response = kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     assert response.status_code == 201, response.text
     return name
+
+
+@pytest.fixture
+def available(kube: Kube, namespace: str) -> Loop:
+    """A ShardDB driven to Available through the real hook code and the real API server."""
+    loop = Loop(kube, namespace)
+    loop.create(SPEC)
+    loop.until("Available")
+    return loop

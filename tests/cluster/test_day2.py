@@ -15,7 +15,7 @@ import pytest
 
 from testbed.metacontroller import LAST_APPLIED
 
-from .kube import Kube, path
+from .kube import path
 from .loop import Loop
 from .samples import SPEC
 
@@ -25,11 +25,9 @@ Obj = dict[str, Any]
 
 
 @pytest.fixture
-def loop(kube: Kube, namespace: str) -> Loop:
-    driver = Loop(kube, namespace)
-    driver.create(SPEC)
-    driver.until("Available")
-    return driver
+def loop(available: Loop) -> Loop:
+    """An Available ShardDB (conftest's ``available``), by the name these tests use."""
+    return available
 
 
 def _stored(loop: Loop) -> dict[tuple[str, str], str]:

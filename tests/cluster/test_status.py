@@ -20,15 +20,6 @@ pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 
 
-@pytest.fixture
-def available(kube: Kube, namespace: str) -> Loop:
-    """A ShardDB driven to Available through the real hook code and the real API server."""
-    loop = Loop(kube, namespace)
-    loop.create(SPEC)
-    loop.until("Available")
-    return loop
-
-
 def _hook_status(loop: Loop) -> Obj:
     """What the hook answers for the current stored world, plus Metacontroller's observedGeneration."""
     loop.world.parent = loop.parent_stored
