@@ -7,7 +7,7 @@ that tests can feed directly, without HTTP or Kubernetes-shaped JSON.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import applied, contract, kinds, names
@@ -92,7 +92,7 @@ class StuckPod:
     component: str
     reason: str
     detail: str
-    ordinal: int = -1  # a shard pod's ordinal, so db-10 sorts after db-9
+    ordinal: int = -1  # a shard pod's ordinal, so db-10 sorts after db-9; -1 for other pods
 
     def sort_key(self) -> tuple[int, int, str]:
         """Furthest from running first, then shards by ordinal."""
@@ -195,9 +195,9 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
             labels = pod.metadata.labels
             if labels.get(names.INSTANCE_LABEL) != name or pod.status.phase in ("Succeeded", "Failed"):
                 continue  # a finished pod cannot be flushing or serving
-            problem = _stuck(pod)
+            problem = _stuck(pod, names.shard_ordinal(name, pod.metadata.name))
             if problem is not None and pod.metadata.deletion_timestamp is None:
-                stuck.append(replace(problem, ordinal=names.shard_ordinal(name, pod.metadata.name) or 0))
+                stuck.append(problem)
             component = labels.get(names.COMPONENT_LABEL)
             if component == names.CACHE:
                 cache_pods += 1
@@ -282,18 +282,19 @@ DETAIL_MAX = 120
 CRASHES_FOR_A_LOOP = 2  # a running container that crashed this often and is not ready is in a loop
 
 
-def _stuck(pod: Pod) -> StuckPod | None:
+def _stuck(pod: Pod, ordinal: int | None) -> StuckPod | None:
     """Why ``pod`` cannot start, if it cannot; a pod still pulling or starting is not stuck."""
     component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
+    at = -1 if ordinal is None else ordinal
     found = [
-        StuckPod(pod.metadata.name, component, "Unschedulable", _short(condition.message))
+        StuckPod(pod.metadata.name, component, "Unschedulable", _short(condition.message), at)
         for condition in pod.status.conditions
         if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable"
     ]
     for status in (*pod.status.init_container_statuses, *pod.status.container_statuses):
         reason, detail = _container_problem(status)
         if reason:
-            found.append(StuckPod(pod.metadata.name, component, reason, detail))
+            found.append(StuckPod(pod.metadata.name, component, reason, detail, at))
     return min(found, key=StuckPod.sort_key, default=None)
 
 
