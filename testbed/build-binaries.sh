@@ -1,72 +1,152 @@
 #!/usr/bin/env bash
-# Build the pinned etcd and kube-apiserver of testbed/controlplane.py (cluster tests, fleet benchmark, make crd).
+# Build the pinned binaries of the test stack (testbed/controlplane.py, testbed/stack.py):
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and metacontroller.
 #
-# Both come from the Go module proxy and are built with the machine's Go into a
-# cache outside the repository, so a second run with the binaries present is a
-# no-op. Prints the directory holding the binaries on its last line.
+# Everything comes from the Go module proxy (Metacontroller's tree from a verified
+# source archive) and is built with the machine's Go into a cache outside the
+# repository, so a second run with the binaries present is a no-op. Progress goes
+# to stderr, one line per step with its time; the directory holding all five
+# binaries is printed on the last line of stdout.
 set -euo pipefail
 
 KUBE_VERSION="${SHARDDB_KUBE_VERSION:-1.34.4}"
 ETCD_VERSION="${SHARDDB_ETCD_VERSION:-3.6.16}"
+MC_VERSION="4.17.2"
+# sha256 of Metacontroller's uncompressed source tar at the tag (git archive --prefix=metacontroller-4.17.2/).
+MC_TAR_SHA256="a74f91374b700dc21fc0052d3afd2509ddb5038c50d6f3ac59867c0c74e9d39c"
+MC_URL="${SHARDDB_METACONTROLLER_SRC_URL:-https://github.com/metacontroller/metacontroller/archive/refs/tags/v$MC_VERSION.tar.gz}"
 CACHE_ROOT="${SHARDDB_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sharddb/testbin}"
-OUT="$CACHE_ROOT/kube-$KUBE_VERSION-etcd-$ETCD_VERSION"
+OUT="$CACHE_ROOT/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-mc-$MC_VERSION"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SHARED_SRC="$HERE/../../shared/metacontroller/metacontroller-v$MC_VERSION.tar.gz"
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler)
+ALL_BINARIES=(etcd "${KUBE_BINARIES[@]}" metacontroller)
 
-die() { echo "build-binaries: $*" >&2; exit 1; }
+say() { echo "build-binaries: $*" >&2; }
+die() { say "$*"; exit 1; }
+have_all() {
+  local binary
+  for binary in "${ALL_BINARIES[@]}"; do [[ -x "$OUT/$binary" ]] || return 1; done
+}
 
-if [[ -x "$OUT/etcd" && -x "$OUT/kube-apiserver" ]]; then
-  echo "build-binaries: cached, nothing to do" >&2
+if have_all; then
+  say "all five binaries cached in $OUT"
   echo "$OUT"
   exit 0
 fi
 
-command -v go >/dev/null 2>&1 || die "Go is required to build the test binaries (install Go >= 1.24, e.g. 'apt-get install golang' or from the Go release)"
+# One build at a time per cache: a second caller waits for the first and reuses its work.
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/.build.lock"
+if ! flock -n 9; then
+  say "another build is running in $CACHE_ROOT; waiting for it"
+  flock 9
+fi
+if have_all; then
+  say "all five binaries cached in $OUT"
+  echo "$OUT"
+  exit 0
+fi
+
+command -v go >/dev/null 2>&1 || die "Go is required to build the test binaries (install Go >= 1.26.4, e.g. from https://go.dev/dl or your distribution's golang package)"
 
 mkdir -p "$OUT"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS="-buildvcs=false -mod=mod"
 export CGO_ENABLED=0
+export GOTOOLCHAIN=local
 start=$(date +%s)
+step_start=$start
+step() { say "$1 ($(( $(date +%s) - step_start ))s; $(( $(date +%s) - start ))s in all)"; step_start=$(date +%s); }
+say "building into $OUT (first build: module downloads and compiles take several minutes on 2 cores)"
 
 # etcd: the server module's own replace directives point at sibling folders and
 # are ignored for a dependency, so a throwaway module that requires it is enough.
-mkdir -p "$work/etcd"
-(
-  cd "$work/etcd"
-  go mod init sharddb.test/etcd >/dev/null 2>&1
-  go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >/dev/null 2>&1 \
-    || die "could not fetch go.etcd.io/etcd/server/v3@v$ETCD_VERSION from the Go module proxy"
-  go build -trimpath -ldflags='-s -w' -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3 \
-    || die "building etcd v$ETCD_VERSION failed"
-  mv "$OUT/etcd.tmp" "$OUT/etcd"
-)
-echo "build-binaries: etcd v$ETCD_VERSION built" >&2
+if [[ ! -x "$OUT/etcd" ]]; then
+  mkdir -p "$work/etcd"
+  (
+    cd "$work/etcd"
+    go mod init sharddb.test/etcd >/dev/null 2>&1
+    go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >/dev/null 2>&1 \
+      || die "could not fetch go.etcd.io/etcd/server/v3@v$ETCD_VERSION from the Go module proxy ($(go env GOPROXY))"
+    go build -trimpath -ldflags='-s -w' -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3 \
+      || die "building etcd v$ETCD_VERSION failed"
+    mv "$OUT/etcd.tmp" "$OUT/etcd"
+  )
+  step "etcd v$ETCD_VERSION built"
+fi
 
-# kube-apiserver: k8s.io/kubernetes replaces its k8s.io/* staging modules with
-# folders inside its own tree; pin each one to the matching published v0.x.y.
-mkdir -p "$work/kube"
-(
-  cd "$work/kube"
-  modfile="$(go mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
-  [[ -f "$modfile" ]] || die "could not fetch k8s.io/kubernetes@v$KUBE_VERSION from the Go module proxy"
-  staging="v0.${KUBE_VERSION#1.}"
-  {
-    echo "module sharddb.test/kube"
-    echo
-    echo "go 1.24.0"
-    echo
-    echo "require k8s.io/kubernetes v$KUBE_VERSION"
-    echo
-    echo "replace ("
-    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"$staging"'#p' "$modfile"
-    echo ")"
-  } > go.mod
-  go mod tidy >/dev/null 2>&1 || true
-  go get "k8s.io/kubernetes/cmd/kube-apiserver@v$KUBE_VERSION" >/dev/null 2>&1 \
-    || die "could not resolve k8s.io/kubernetes/cmd/kube-apiserver@v$KUBE_VERSION"
-  go build -trimpath -ldflags='-s -w' -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver \
-    || die "building kube-apiserver v$KUBE_VERSION failed"
-  mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
-)
-echo "build-binaries: kube-apiserver v$KUBE_VERSION built in $(( $(date +%s) - start ))s total" >&2
+# kube-apiserver, kube-controller-manager, kube-scheduler: k8s.io/kubernetes replaces
+# its k8s.io/* staging modules with folders inside its own tree; pin each one to the
+# matching published v0.x.y. One go build shares the common packages.
+missing=()
+for binary in "${KUBE_BINARIES[@]}"; do [[ -x "$OUT/$binary" ]] || missing+=("$binary"); done
+if (( ${#missing[@]} )); then
+  mkdir -p "$work/kube/bin"
+  (
+    cd "$work/kube"
+    modfile="$(go mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
+    [[ -f "$modfile" ]] || die "could not fetch k8s.io/kubernetes@v$KUBE_VERSION from the Go module proxy ($(go env GOPROXY))"
+    staging="v0.${KUBE_VERSION#1.}"
+    {
+      echo "module sharddb.test/kube"
+      echo
+      echo "go 1.24.0"
+      echo
+      echo "require k8s.io/kubernetes v$KUBE_VERSION"
+      echo
+      echo "replace ("
+      sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"$staging"'#p' "$modfile"
+      echo ")"
+    } > go.mod
+    go mod tidy >/dev/null 2>&1 || true
+    packages=()
+    for binary in "${missing[@]}"; do
+      go get "k8s.io/kubernetes/cmd/$binary@v$KUBE_VERSION" >/dev/null 2>&1 \
+        || die "could not resolve k8s.io/kubernetes/cmd/$binary@v$KUBE_VERSION"
+      packages+=("k8s.io/kubernetes/cmd/$binary")
+    done
+    step "k8s.io/kubernetes v$KUBE_VERSION modules downloaded"
+    go build -trimpath -ldflags='-s -w' -o bin/ "${packages[@]}" \
+      || die "building ${missing[*]} v$KUBE_VERSION failed"
+    for binary in "${missing[@]}"; do mv "bin/$binary" "$OUT/$binary"; done
+  )
+  step "${missing[*]} v$KUBE_VERSION built"
+fi
+
+# metacontroller: its module path is plain "metacontroller", so the source tree is
+# needed. First SHARDDB_METACONTROLLER_SRC, then shared/ beside the repository,
+# then GitHub's tag archive; each is checked against the pinned sha256 of the tar.
+if [[ ! -x "$OUT/metacontroller" ]]; then
+  archive=""
+  for candidate in "${SHARDDB_METACONTROLLER_SRC:-}" "$SHARED_SRC"; do
+    if [[ -n "$candidate" && -f "$candidate" ]]; then archive="$candidate"; break; fi
+  done
+  if [[ -z "$archive" ]]; then
+    archive="$work/metacontroller.tar.gz"
+    say "fetching Metacontroller v$MC_VERSION source from $MC_URL"
+    curl -fsSL --retry 2 --connect-timeout 15 -o "$archive" "$MC_URL" || die "Metacontroller v$MC_VERSION source not found.
+  Provide its source archive in one of these ways:
+  - set SHARDDB_METACONTROLLER_SRC to metacontroller-v$MC_VERSION.tar.gz (GitHub's tag archive);
+  - place shared/metacontroller/metacontroller-v$MC_VERSION.tar.gz beside the repository;
+  - let this script download $MC_URL (or set SHARDDB_METACONTROLLER_SRC_URL to a mirror)."
+  fi
+  actual="$(gzip -dc "$archive" | sha256sum | cut -d' ' -f1)"
+  [[ "$actual" == "$MC_TAR_SHA256" ]] \
+    || die "$archive is not Metacontroller v$MC_VERSION's source: tar sha256 $actual, expected $MC_TAR_SHA256"
+  tar -xzf "$archive" -C "$work"
+  (
+    cd "$work/metacontroller-$MC_VERSION"
+    go mod download >/dev/null 2>&1 || die "could not fetch Metacontroller's dependencies from the Go module proxy ($(go env GOPROXY))"
+    step "metacontroller v$MC_VERSION source verified, modules downloaded"
+    go build -trimpath -ldflags='-s -w' -o "$OUT/metacontroller.tmp" ./pkg/cmd/metacontroller \
+      || die "building metacontroller v$MC_VERSION failed (it needs Go >= 1.26.4; this is $(go version))"
+    mv "$OUT/metacontroller.tmp" "$OUT/metacontroller"
+  )
+  step "metacontroller v$MC_VERSION built"
+fi
+
+have_all || die "some binaries are missing from $OUT after the build"
+say "all five binaries in $OUT, $(( $(date +%s) - start ))s in all"
 echo "$OUT"
