@@ -4,10 +4,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8080
 FLEET ?= 1,20
-BASELINE ?= 086dd9c
+BASELINE ?= 950cc8a
+PARTITIONS ?= 1
 STAGE ?= available
 
-.PHONY: run render test unit lint bench bench-fleet crd testbin venv clean
+.PHONY: run render test unit e2e lint bench bench-fleet crd testbin venv clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +26,7 @@ render: venv
 	@test -n "$(FILE)" || { echo "usage: make render FILE=examples/sharddb.yaml [STAGE=new|ready|available|deleting]" >&2; exit 2; }
 	@$(BIN)/python -m hooks render "$(FILE)" --stage "$(STAGE)"
 
-## Build (once, cached outside the repo) the etcd and kube-apiserver the cluster tests start.
+## Build (once, cached outside the repo) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, metacontroller.
 testbin:
 	@bash testbed/build-binaries.sh >/dev/null
 
@@ -33,13 +34,17 @@ testbin:
 crd: venv testbin
 	$(BIN)/python -m tools.crd_schema
 
-## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, bench smoke.
+## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, the real stack end to end.
 test: venv testbin lint
 	$(BIN)/python -m pytest
 
 ## Quick tier without the API server.
 unit: venv
-	$(BIN)/python -m pytest -m "not cluster and not slow"
+	$(BIN)/python -m pytest -m "not cluster and not slow and not e2e"
+
+## The whole life of ShardDBs through the real Metacontroller, controllers and scheduler.
+e2e: venv testbin
+	$(BIN)/python -m pytest -m e2e
 
 lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed
@@ -49,9 +54,9 @@ lint: venv
 bench: venv
 	$(BIN)/python -m bench
 
-## A fleet of ShardDBs on Metacontroller's write budget: $(BASELINE) vs the working tree (FLEET=1,20,100 for more).
+## A fleet of ShardDBs on the real Metacontroller: $(BASELINE) vs the working tree (FLEET=1,20,100 for more).
 bench-fleet: venv testbin
-	$(BIN)/python -m bench.fleet --fleet $(FLEET) --baseline $(BASELINE)
+	$(BIN)/python -m bench.fleet --fleet $(FLEET) --baseline $(BASELINE) --partitions $(PARTITIONS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

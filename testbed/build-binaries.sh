@@ -21,12 +21,14 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SHARED_SRC="$HERE/../../shared/metacontroller/metacontroller-v$MC_VERSION.tar.gz"
 KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler)
 ALL_BINARIES=(etcd "${KUBE_BINARIES[@]}" metacontroller)
+MC_CRDS="metacontroller-crds-v$MC_VERSION.yaml"
 
 say() { echo "build-binaries: $*" >&2; }
 die() { say "$*"; exit 1; }
 have_all() {
   local binary
   for binary in "${ALL_BINARIES[@]}"; do [[ -x "$OUT/$binary" ]] || return 1; done
+  [[ -f "$OUT/$MC_CRDS" ]]
 }
 
 if have_all; then
@@ -118,7 +120,8 @@ fi
 # metacontroller: its module path is plain "metacontroller", so the source tree is
 # needed. First SHARDDB_METACONTROLLER_SRC, then shared/ beside the repository,
 # then GitHub's tag archive; each is checked against the pinned sha256 of the tar.
-if [[ ! -x "$OUT/metacontroller" ]]; then
+# Its CRDs (manifests/production) are kept beside the binary, from the same verified tree.
+if [[ ! -x "$OUT/metacontroller" || ! -f "$OUT/$MC_CRDS" ]]; then
   archive=""
   for candidate in "${SHARDDB_METACONTROLLER_SRC:-}" "$SHARED_SRC"; do
     if [[ -n "$candidate" && -f "$candidate" ]]; then archive="$candidate"; break; fi
@@ -136,7 +139,9 @@ if [[ ! -x "$OUT/metacontroller" ]]; then
   [[ "$actual" == "$MC_TAR_SHA256" ]] \
     || die "$archive is not Metacontroller v$MC_VERSION's source: tar sha256 $actual, expected $MC_TAR_SHA256"
   tar -xzf "$archive" -C "$work"
-  (
+  cp "$work/metacontroller-$MC_VERSION/manifests/production/metacontroller-crds-v1.yaml" "$OUT/$MC_CRDS.tmp"
+  mv "$OUT/$MC_CRDS.tmp" "$OUT/$MC_CRDS"
+  [[ -x "$OUT/metacontroller" ]] || (
     cd "$work/metacontroller-$MC_VERSION"
     go mod download >/dev/null 2>&1 || die "could not fetch Metacontroller's dependencies from the Go module proxy ($(go env GOPROXY))"
     step "metacontroller v$MC_VERSION source verified, modules downloaded"
@@ -148,5 +153,5 @@ if [[ ! -x "$OUT/metacontroller" ]]; then
 fi
 
 have_all || die "some binaries are missing from $OUT after the build"
-say "all five binaries in $OUT, $(( $(date +%s) - start ))s in all"
+say "all five binaries and Metacontroller's CRDs in $OUT, $(( $(date +%s) - start ))s in all"
 echo "$OUT"

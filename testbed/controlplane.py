@@ -1,9 +1,11 @@
-"""A real etcd + kube-apiserver on loopback, for the cluster tests, the fleet benchmark and ``make crd``.
+"""A real etcd + kube-apiserver on loopback, for the cluster and end-to-end tests, the fleet benchmark and ``make crd``.
 
 The binaries come from ``build-binaries.sh`` beside this file (built once with
 Go, cached outside the repository). Each process runs in its own process group
 and is told to die with this process, so nothing survives a failed or killed
-test session.
+test session. Every client gets an identity of its own (a static token), and
+every write is in the audit log under that identity, so a test can tell whose
+write is whose.
 """
 
 from __future__ import annotations
@@ -27,6 +29,17 @@ from testbed.server import free_port
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build-binaries.sh"
 ADMIN_USER = "sharddb-admin"
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "metacontroller")
+METACONTROLLER_CRDS = "metacontroller-crds-v4.17.2.yaml"
+# Writes only (reads would drown them), at Metadata level: who, what, when, with what result.
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: None
+    verbs: [get, list, watch]
+  - level: Metadata
+"""
 ROOT_PREFIX = "sharddb-apiserver-"
 OWNER_FILE = "owner.pid"
 _PR_SET_PDEATHSIG = 1
@@ -53,7 +66,7 @@ def build_binaries(timeout: float = 1800.0) -> Path:
     if not lines:
         raise ControlPlaneError("build-binaries.sh printed no directory")
     directory = Path(lines[-1])
-    for binary in ("etcd", "kube-apiserver"):
+    for binary in BINARIES:
         if not os.access(directory / binary, os.X_OK):
             raise ControlPlaneError(f"build-binaries.sh did not produce {directory / binary}")
     return directory
@@ -87,6 +100,19 @@ class ControlPlane:
     token: str = field(default_factory=lambda: os.urandom(16).hex())
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     port: int = 0
+    # user name -> (token, groups); every identity a component of the stack may use, fixed before start.
+    identities: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def identity(self, user: str, groups: tuple[str, ...] = ("system:masters",)) -> None:
+        """Declare a client identity; the API server reads its token file once, at start."""
+        if self.port:
+            raise ControlPlaneError(f"identity {user} declared after the API server started")
+        self.identities[user] = (os.urandom(16).hex(), groups)
+
+    @property
+    def audit_log(self) -> Path:
+        """One JSON event per write, in the order the API server completed them."""
+        return self.root / "audit.log"
 
     @property
     def url(self) -> str:
@@ -114,7 +140,8 @@ class ControlPlane:
             self.stop()
             raise
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start one process of the stack, logging to ``<root>/<name>.log``; it dies with this process."""
         log = (self.root / f"{name}.log").open("wb")
         process = subprocess.Popen(
             args,
@@ -122,6 +149,7 @@ class ControlPlane:
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.root,
+            env=env,
             preexec_fn=_die_with_parent,  # runs before exec; fixture setup is single-threaded
         )
         log.close()
@@ -131,7 +159,7 @@ class ControlPlane:
     def _start_etcd(self) -> str:
         client, peer = free_port(), free_port()
         client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
-        self._spawn(
+        self.spawn(
             "etcd",
             [
                 str(self.bin_dir / "etcd"),
@@ -160,9 +188,13 @@ class ControlPlane:
             if result.returncode != 0:
                 raise ControlPlaneError(f"{' '.join(command[:2])} failed: {result.stderr.strip()}")
         tokens = self.root / "tokens.csv"
-        tokens.write_text(f'{self.token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+        lines = [f'{self.token},{ADMIN_USER},{ADMIN_USER},"system:masters"']
+        lines += [f'{token},{user},{user},"{",".join(groups)}"' for user, (token, groups) in self.identities.items()]
+        tokens.write_text("\n".join(lines) + "\n")
+        policy = self.root / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY)
         self.port = free_port()
-        self._spawn(
+        self.spawn(
             "kube-apiserver",
             [
                 str(self.bin_dir / "kube-apiserver"),
@@ -181,6 +213,10 @@ class ControlPlane:
                 "--enable-priority-and-fairness=false",
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-maxsize=0",
                 "--v=0",
             ],
         )
@@ -216,29 +252,37 @@ class ControlPlane:
         return "\n".join(out)
 
     def _write_kubeconfig(self) -> None:
-        self.kubeconfig.write_text(
-            "\n".join(
-                [
-                    "apiVersion: v1",
-                    "kind: Config",
-                    "clusters:",
-                    "- name: sharddb-test",
-                    "  cluster:",
-                    f"    server: {self.url}",
-                    f"    certificate-authority: {self.ca_file}",
-                    "users:",
-                    f"- name: {ADMIN_USER}",
-                    "  user:",
-                    f"    token: {self.token}",
-                    "contexts:",
-                    "- name: sharddb-test",
-                    "  context:",
-                    "    cluster: sharddb-test",
-                    f"    user: {ADMIN_USER}",
-                    "current-context: sharddb-test",
-                    "",
-                ]
-            )
+        self.kubeconfig.write_text(self.kubeconfig_text(ADMIN_USER, self.token))
+
+    def kubeconfig_for(self, user: str) -> Path:
+        """A kubeconfig file for one declared identity (a component's own credentials)."""
+        target = self.root / f"kubeconfig-{user.replace(':', '-')}"
+        if not target.exists():
+            target.write_text(self.kubeconfig_text(user, self.identities[user][0]))
+        return target
+
+    def kubeconfig_text(self, user: str, token: str) -> str:
+        return "\n".join(
+            [
+                "apiVersion: v1",
+                "kind: Config",
+                "clusters:",
+                "- name: sharddb-test",
+                "  cluster:",
+                f"    server: {self.url}",
+                f"    certificate-authority: {self.ca_file}",
+                "users:",
+                f"- name: {user}",
+                "  user:",
+                f"    token: {token}",
+                "contexts:",
+                "- name: sharddb-test",
+                "  context:",
+                "    cluster: sharddb-test",
+                f"    user: {user}",
+                "current-context: sharddb-test",
+                "",
+            ]
         )
 
     def stop(self) -> None:
@@ -258,10 +302,12 @@ class ControlPlane:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_plane(bin_dir: Path, attempts: int = 2) -> ControlPlane:
+def start_plane(bin_dir: Path, attempts: int = 2, identities: tuple[str, ...] = ()) -> ControlPlane:
     """Start etcd and kube-apiserver; a second try covers a free port taken in between."""
     for attempt in range(1, attempts + 1):
         plane = ControlPlane(bin_dir)
+        for user in identities:
+            plane.identity(user)
         try:
             plane.start()
         except ControlPlaneError:

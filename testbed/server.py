@@ -55,13 +55,15 @@ def launch(
     timeout: float = 20.0,
     cwd: Path = ROOT,
     isolated: bool = False,
+    port: int | None = None,
 ) -> Iterator[HookProcess]:
     """Started and ready (``/readyz`` 200); SIGTERM at the end, SIGKILL if it lingers.
 
     ``cwd`` is the checkout whose code runs; ``isolated`` drops ``PYTHONPATH`` and every
     ``SHARDDB_*`` setting of this process, so another checkout runs its own code with its defaults.
+    ``port`` serves again where an earlier server was (a restart behind the same URL).
     """
-    port = free_port()
+    port = port or free_port()
     inherited = {
         key: value
         for key, value in os.environ.items()

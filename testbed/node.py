@@ -1,0 +1,460 @@
+"""The one stand-in of the end-to-end stack: a node agent that does a kubelet's API work without containers.
+
+No container runtime runs here, so this agent registers a Node and then, for the
+pods the real scheduler binds to it, writes the statuses a kubelet would: Running
+and Ready after a short delay, Job pods that succeed (or fail when told to), the
+kubelet's waiting reasons for an image that cannot be pulled, a missing Secret or
+ConfigMap and a crash loop, and a drain delay before a deleted pod goes. It also
+provisions volumes: a PersistentVolume pre-bound to each pending claim, which the
+real persistent-volume binder then binds. Everything else — StatefulSets, Jobs,
+EndpointSlices, scheduling — is the real controllers' work.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import logging
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+Obj = dict[str, Any]
+NODE_NAME = "node-1"
+log = logging.getLogger("testbed.node")
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Behaviour:
+    """What the node does with a pod; a test changes it to provoke a failure."""
+
+    start_seconds: float = 0.5  # from binding to Running and Ready
+    job_seconds: float = 1.0  # from Running to Succeeded, for a Job's pod
+    drain_seconds: float = 1.0  # a deleted pod's preStop and shutdown, capped by its grace period
+    unpullable_prefix: str = "registry.invalid/"  # images under it never pull
+    crashing_images: set[str] = field(default_factory=set)  # images whose container keeps exiting 1
+    failing_jobs: set[str] = field(default_factory=set)  # Job names whose pods exit 1
+
+
+@dataclass
+class _Pending:
+    """One due action, ordered by time."""
+
+    due: float
+    seq: int
+    key: str
+    action: str
+
+    def __lt__(self, other: _Pending) -> bool:
+        return (self.due, self.seq) < (other.due, other.seq)
+
+
+class NodeAgent:
+    """Registers ``node-1`` and keeps its pods' statuses and the cluster's claims as a kubelet and provisioner would."""
+
+    def __init__(self, url: str, token: str, ca_file: Path, behaviour: Behaviour | None = None) -> None:
+        self.behaviour = behaviour or Behaviour()
+        self.http = httpx.Client(
+            base_url=url,
+            headers={"Authorization": f"Bearer {token}"},
+            verify=ssl.create_default_context(cafile=str(ca_file)),
+            timeout=30.0,
+        )
+        self._ca_file = ca_file
+        self._url, self._token = url, token
+        self._stop = threading.Event()
+        self._lock = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._seq = itertools.count()
+        self._pods: dict[str, Obj] = {}  # namespace/name -> latest pod seen
+        self._ips = itertools.count(2)
+        self._pod_ips: dict[str, str] = {}  # pod uid -> IP
+        self._provisioned: set[str] = set()  # claim uids with a volume made for them
+        self._threads: list[threading.Thread] = []
+
+    # --- lifecycle ----------------------------------------------------------
+
+    def start(self) -> None:
+        self._register_node()
+        pods = f"/api/v1/pods?fieldSelector=spec.nodeName%3D{NODE_NAME}"
+        for name, target, args in (
+            ("pods", self._watch, (pods, self._on_pod)),
+            ("claims", self._watch, ("/api/v1/persistentvolumeclaims", self._on_claim)),
+            ("actions", self._run_actions, ()),
+        ):
+            thread = threading.Thread(target=target, args=args, name=f"node-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._lock.notify_all()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.http.close()
+
+    def _register_node(self) -> None:
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": NODE_NAME,
+                "labels": {
+                    "kubernetes.io/hostname": NODE_NAME,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "topology.kubernetes.io/zone": "zone-a",
+                },
+            },
+        }
+        response = self.http.post("/api/v1/nodes", json=node)
+        if response.status_code not in (201, 409):
+            raise RuntimeError(f"node registration failed: {response.status_code} {response.text}")
+        stored = self.http.get(f"/api/v1/nodes/{NODE_NAME}").json()
+        stamp = now_rfc3339()
+        capacity = {"cpu": "1000", "memory": "4Ti", "pods": "2000", "ephemeral-storage": "100Ti"}
+        stored["status"] = {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "addresses": [{"type": "InternalIP", "address": "10.0.1.1"}, {"type": "Hostname", "address": NODE_NAME}],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "stand-in node agent is posting ready status",
+                    "lastHeartbeatTime": stamp,
+                    "lastTransitionTime": stamp,
+                },
+                *(
+                    {
+                        "type": kind,
+                        "status": "False",
+                        "reason": f"KubeletHas{reason}",
+                        "message": "",
+                        "lastHeartbeatTime": stamp,
+                        "lastTransitionTime": stamp,
+                    }
+                    for kind, reason in (
+                        ("MemoryPressure", "SufficientMemory"),
+                        ("DiskPressure", "NoDiskPressure"),
+                        ("PIDPressure", "SufficientPID"),
+                    )
+                ),
+            ],
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.34.4",
+                "kubeProxyVersion": "",
+                "containerRuntimeVersion": "none://stand-in",
+                "kernelVersion": "",
+                "osImage": "stand-in",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+            },
+        }
+        response = self.http.put(f"/api/v1/nodes/{NODE_NAME}/status", json=stored)
+        if response.status_code != 200:
+            raise RuntimeError(f"node status failed: {response.status_code} {response.text}")
+        # A new Node gets the not-ready taint at admission; the node lifecycle controller (off here,
+        # as there are no heartbeats) lifts it once the node reports Ready, and so does this agent.
+        node = self.http.get(f"/api/v1/nodes/{NODE_NAME}").json()
+        taints = [t for t in node["spec"].get("taints", []) if t["key"] != "node.kubernetes.io/not-ready"]
+        node["spec"]["taints"] = taints
+        response = self.http.put(f"/api/v1/nodes/{NODE_NAME}", json=node)
+        if response.status_code != 200:
+            raise RuntimeError(f"node untaint failed: {response.status_code} {response.text}")
+
+    # --- watching -----------------------------------------------------------
+
+    def _watch(self, path: str, handle: Callable[[str, Obj], None]) -> None:
+        """List, then watch from that version; relist after any break. ``handle`` must be idempotent."""
+        separator = "&" if "?" in path else "?"
+        while not self._stop.is_set():
+            try:
+                listing = self.http.get(path).json()
+                for item in listing.get("items", []):
+                    handle("ADDED", item)
+                version = listing["metadata"]["resourceVersion"]
+                watch = f"{path}{separator}watch=1&allowWatchBookmarks=true&timeoutSeconds=30&resourceVersion={version}"
+                with self.http.stream("GET", watch, timeout=httpx.Timeout(60.0, read=45.0)) as response:
+                    for line in response.iter_lines():
+                        if self._stop.is_set():
+                            return
+                        if not line:
+                            continue
+                        event = json.loads(line)
+                        if event["type"] == "ERROR":
+                            break
+                        if event["type"] != "BOOKMARK":
+                            handle(event["type"], event["object"])
+            except (httpx.HTTPError, KeyError, ValueError) as error:
+                if self._stop.is_set():
+                    return
+                log.debug("watch %s: %s; relisting", path, error)
+                time.sleep(0.2)
+
+    def _on_pod(self, event: str, pod: Obj) -> None:
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        with self._lock:
+            if event == "DELETED":
+                self._pods.pop(key, None)
+                return
+            self._pods[key] = pod
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+            self._later(min(self.behaviour.drain_seconds, grace), key, "remove")
+        elif not pod.get("status", {}).get("startTime"):
+            self._later(self.behaviour.start_seconds, key, "start")
+
+    def _on_claim(self, event: str, claim: Obj) -> None:
+        uid = claim["metadata"]["uid"]
+        if event == "DELETED" or claim["spec"].get("volumeName") or uid in self._provisioned:
+            return
+        self._provisioned.add(uid)
+        meta, spec = claim["metadata"], claim["spec"]
+        volume = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"pv-{uid}", "labels": {"sharddb.test/provisioned": "true"}},
+            "spec": {
+                "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": spec.get("storageClassName") or "",
+                "volumeMode": spec.get("volumeMode") or "Filesystem",
+                "hostPath": {"path": f"/var/lib/stand-in/{uid}"},
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
+                    "uid": uid,
+                },
+            },
+        }
+        response = self.http.post("/api/v1/persistentvolumes", json=volume)
+        if response.status_code not in (201, 409):
+            log.warning("volume for %s/%s: %s", meta["namespace"], meta["name"], response.text)
+
+    # --- actions ------------------------------------------------------------
+
+    def _later(self, delay: float, key: str, action: str) -> None:
+        with self._lock:
+            heapq.heappush(self._queue, _Pending(time.monotonic() + delay, next(self._seq), key, action))
+            self._lock.notify()
+
+    def _run_actions(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                while not self._stop.is_set() and (not self._queue or self._queue[0].due > time.monotonic()):
+                    wait = self._queue[0].due - time.monotonic() if self._queue else None
+                    self._lock.wait(timeout=wait)
+                if self._stop.is_set():
+                    return
+                item = heapq.heappop(self._queue)
+                pod = self._pods.get(item.key)
+            if pod is None:
+                continue
+            try:
+                if item.action == "remove":
+                    self._remove(pod)
+                else:
+                    self._advance(pod, item.action)
+            except httpx.HTTPError as error:
+                log.debug("%s %s: %s; retrying", item.action, item.key, error)
+                self._later(0.5, item.key, item.action)
+
+    def _pod_path(self, pod: Obj) -> str:
+        meta = pod["metadata"]
+        return f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+
+    def _remove(self, pod: Obj) -> None:
+        """The kubelet's last word on a pod that has drained: delete it for good, this very pod only."""
+        options = {"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"]["uid"]}}
+        self.http.request("DELETE", self._pod_path(pod), json=options)
+
+    def _advance(self, pod: Obj, action: str) -> None:
+        """Write the status the kubelet would have for this pod now; schedule what comes next."""
+        current = self.http.get(self._pod_path(pod))
+        if current.status_code == 404:
+            return
+        current.raise_for_status()
+        stored: Obj = current.json()
+        if stored["metadata"].get("deletionTimestamp") or stored["metadata"]["uid"] != pod["metadata"]["uid"]:
+            return
+        status, follow_up = self._status(stored, action)
+        if status is None:
+            return
+        if _gist(status) == _gist(stored.get("status", {})):
+            return  # a kubelet writes a pod's status only when it changes
+        stored["status"] = status
+        response = self.http.put(f"{self._pod_path(stored)}/status", json=stored)
+        if response.status_code == 409:
+            self._later(0.1, f"{stored['metadata']['namespace']}/{stored['metadata']['name']}", action)
+            return
+        response.raise_for_status()
+        if follow_up is not None:
+            delay, next_action = follow_up
+            self._later(delay, f"{stored['metadata']['namespace']}/{stored['metadata']['name']}", next_action)
+
+    def _status(self, pod: Obj, action: str) -> tuple[Obj | None, tuple[float, str] | None]:
+        spec, previous = pod["spec"], pod.get("status", {})
+        if previous.get("phase") in ("Succeeded", "Failed"):
+            return None, None
+        stamp = now_rfc3339()
+        uid = pod["metadata"]["uid"]
+        ip = self._pod_ips.setdefault(uid, f"10.244.{(n := next(self._ips)) // 250}.{n % 250 + 1}")
+        job = next((ref["name"] for ref in pod["metadata"].get("ownerReferences", []) if ref["kind"] == "Job"), None)
+        waiting = self._waiting(pod)
+        base: Obj = {
+            "hostIP": "10.0.1.1",
+            "hostIPs": [{"ip": "10.0.1.1"}],
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "startTime": previous.get("startTime") or stamp,
+            "qosClass": previous.get("qosClass", "BestEffort"),
+        }
+        scheduled = [c for c in previous.get("conditions", []) if c["type"] == "PodScheduled"]
+
+        def conditions(ready: bool, done: bool = False) -> list[Obj]:
+            flag = "True" if ready else "False"
+            reason = {} if ready else {"reason": "PodCompleted" if done else "ContainersNotReady"}
+            return [
+                {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": stamp},
+                {"type": "Initialized", "status": "True", "lastTransitionTime": stamp},
+                {"type": "Ready", "status": flag, "lastTransitionTime": stamp, **reason},
+                {"type": "ContainersReady", "status": flag, "lastTransitionTime": stamp, **reason},
+                *scheduled,
+            ]
+
+        def containers(state: Obj, ready: bool, restarts: int = 0) -> list[Obj]:
+            return [
+                {
+                    "name": c["name"],
+                    "image": c["image"],
+                    "imageID": "",
+                    "ready": ready,
+                    "started": ready,
+                    "restartCount": restarts,
+                    "state": state,
+                }
+                for c in spec["containers"]
+            ]
+
+        if waiting is not None:
+            reason, message = waiting
+            if reason == "CrashLoopBackOff":
+                crashed = {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": stamp, "finishedAt": stamp}}
+                status = {
+                    **base,
+                    "phase": "Running",
+                    "conditions": conditions(False),
+                    "containerStatuses": [
+                        {**s, "lastState": crashed}
+                        for s in containers({"waiting": {"reason": reason, "message": message}}, False, 3)
+                    ],
+                }
+                return status, None
+            status = {
+                **base,
+                "phase": "Pending",
+                "conditions": conditions(False),
+                "containerStatuses": containers({"waiting": {"reason": reason, "message": message}}, False),
+            }
+            # The kubelet retries; a Secret created later lets the pod start.
+            return status, (1.0, "start")
+        if job is not None and action == "finish":
+            failed = job in self.behaviour.failing_jobs
+            ended = {
+                "terminated": {
+                    "exitCode": 1 if failed else 0,
+                    "reason": "Error" if failed else "Completed",
+                    "startedAt": base["startTime"],
+                    "finishedAt": stamp,
+                }
+            }
+            status = {
+                **base,
+                "phase": "Failed" if failed else "Succeeded",
+                "conditions": conditions(False, done=True),
+                "containerStatuses": containers(ended, False),
+            }
+            return status, None
+        running = {"running": {"startedAt": stamp}}
+        status = {
+            **base,
+            "phase": "Running",
+            "conditions": conditions(True),
+            "containerStatuses": containers(running, True),
+        }
+        return status, ((self.behaviour.job_seconds, "finish") if job is not None else None)
+
+    def _waiting(self, pod: Obj) -> tuple[str, str] | None:
+        """Why the kubelet could not start this pod's containers, if it could not."""
+        namespace = pod["metadata"]["namespace"]
+        for container in pod["spec"]["containers"]:
+            image = container["image"]
+            if image.startswith(self.behaviour.unpullable_prefix):
+                return "ImagePullBackOff", f'Back-off pulling image "{image}"'
+            for reference in self._references(container):
+                kind, name, key = reference
+                if not self._exists(namespace, kind, name, key):
+                    what = "secret" if kind == "secrets" else "configmap"
+                    return "CreateContainerConfigError", f'{what} "{name}" not found'
+            if image in self.behaviour.crashing_images:
+                return "CrashLoopBackOff", f"back-off 40s restarting failed container={container['name']}"
+        return None
+
+    @staticmethod
+    def _references(container: Obj) -> list[tuple[str, str, str | None]]:
+        """The Secrets and ConfigMaps a container's environment needs (optional ones left out)."""
+        found: list[tuple[str, str, str | None]] = []
+        for variable in container.get("env") or []:
+            source = variable.get("valueFrom") or {}
+            for field_name, kind in (("secretKeyRef", "secrets"), ("configMapKeyRef", "configmaps")):
+                ref = source.get(field_name)
+                if ref and not ref.get("optional"):
+                    found.append((kind, ref["name"], ref.get("key")))
+        for source in container.get("envFrom") or []:
+            for field_name, kind in (("secretRef", "secrets"), ("configMapRef", "configmaps")):
+                ref = source.get(field_name)
+                if ref and not ref.get("optional"):
+                    found.append((kind, ref["name"], None))
+        return found
+
+    def _exists(self, namespace: str, kind: str, name: str, key: str | None) -> bool:
+        response = self.http.get(f"/api/v1/namespaces/{namespace}/{kind}/{name}")
+        if response.status_code != 200:
+            return False
+        return (
+            key is None
+            or key in (response.json().get("data") or {})
+            or key in (response.json().get("stringData") or {})
+        )
+
+
+def _gist(status: Obj) -> tuple[Any, ...]:
+    """What a status says, without its times: equal gists need no write."""
+    containers = tuple(
+        (c.get("name"), c.get("ready"), json.dumps({k: v.get("reason") for k, v in c.get("state", {}).items()}))
+        for c in status.get("containerStatuses", [])
+    )
+    conditions = tuple(sorted((c["type"], c["status"]) for c in status.get("conditions", [])))
+    return status.get("phase"), status.get("podIP"), containers, conditions

@@ -1,0 +1,374 @@
+"""The whole stack on loopback: the real control plane, controllers, scheduler, Metacontroller and our hooks.
+
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler and Metacontroller
+are the real binaries (``build-binaries.sh``); the hooks run as ``python -m
+hooks`` from a checkout (the working tree, or a revision for the fleet
+benchmark's baseline); the CompositeController comes from that checkout's
+``metacontroller/`` manifests with only the hook URLs pointed at loopback. The
+node agent (``testbed.node``) is the one stand-in. Each component writes with
+credentials of its own, so the audit log says whose write is whose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from testbed.audit import AuditLog, Write
+from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries, start_plane
+from testbed.node import Behaviour, NodeAgent
+from testbed.server import ROOT, HookProcess, free_port, launch
+
+Obj = dict[str, Any]
+
+CONTROLLER_MANAGER = "system:kube-controller-manager"
+SCHEDULER = "system:kube-scheduler"
+NODE = "system:node:node-1"
+METACONTROLLER = "sharddb-metacontroller"
+# The controllers a ShardDB's life runs through; the node lifecycle controller is off
+# (the node agent sends no heartbeats).
+CONTROLLERS = (
+    "statefulset-controller",
+    "deployment-controller",
+    "replicaset-controller",
+    "job-controller",
+    "endpointslice-controller",
+    "disruption-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "serviceaccount-controller",
+    "persistentvolume-binder-controller",
+    "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
+    "pod-garbage-collector-controller",
+    "validatingadmissionpolicy-status-controller",
+)
+SHARDDB_CRD = "sharddbs.mygroup.example.com"
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One Metacontroller process: its client budget and which CompositeControllers it serves."""
+
+    name: str = "metacontroller"
+    qps: float = 5.0
+    burst: int = 10
+    workers: int = 5
+    apply_strategy: str = "dynamic-apply"
+    target_label_selector: str = ""
+
+    @property
+    def user(self) -> str:
+        return METACONTROLLER if self.name == "metacontroller" else f"{METACONTROLLER}-{self.name}"
+
+
+@dataclass
+class StackOptions:
+    """What differs between stacks: whose code, which manifests, which Metacontroller settings."""
+
+    checkout: Path = ROOT
+    overlay: str = "metacontroller/base"  # rendered with kubectl kustomize; its CompositeControllers are applied
+    instances: tuple[Instance, ...] = (Instance(),)
+    resync_seconds: int | None = None  # overrides each CompositeController's resyncPeriodSeconds
+    behaviour: Behaviour = field(default_factory=Behaviour)
+    tls: bool = False  # hooks over HTTPS with a bearer token, as the production overlay expects
+    hook_env: dict[str, str] = field(default_factory=dict)
+    isolated: bool = False  # run the checkout's hooks with its own defaults (a baseline revision)
+    hook_module: str = "hooks"  # what serves the hooks (``testbed.canned`` replays fixed answers)
+
+
+class Stack:
+    """Started by ``start()``, torn down by ``stop()``; ``audit`` reads every write made meanwhile."""
+
+    def __init__(self, options: StackOptions | None = None) -> None:
+        self.options = options or StackOptions()
+        self.plane: ControlPlane | None = None
+        self.agent: NodeAgent | None = None
+        self.hooks: HookProcess | None = None
+        self.metacontrollers: dict[str, subprocess.Popen[bytes]] = {}
+        self.controllers: list[Obj] = []
+        self._hook_context: contextlib.ExitStack | None = None
+        self._hook_port = 0
+        self._hook_env: dict[str, str] = {}
+        self._logs: Path | None = None
+
+    # --- what tests use ---------------------------------------------------------
+
+    @property
+    def control_plane(self) -> ControlPlane:
+        assert self.plane is not None, "stack not started"
+        return self.plane
+
+    @property
+    def audit(self) -> AuditLog:
+        return AuditLog(self.control_plane.audit_log)
+
+    @property
+    def behaviour(self) -> Behaviour:
+        return self.options.behaviour
+
+    def metacontroller_writes(self, mark: int = 0, namespace: str | None = None) -> list[Write]:
+        """Every successful write by any Metacontroller instance after ``mark``."""
+        users = {instance.user for instance in self.options.instances}
+        return [w for w in self.audit.since(mark, namespace=namespace) if w.user in users]
+
+    def hook_calls(self) -> int:
+        """Hook calls answered so far (one JSON line each, 304s included)."""
+        assert self.hooks is not None
+        return sum(1 for line in self.hooks.stdout.read_text(errors="replace").splitlines() if '"msg":"hook"' in line)
+
+    def logs(self, name: str) -> str:
+        return (self.control_plane.root / f"{name}.log").read_text(errors="replace")
+
+    # --- start and stop -------------------------------------------------------
+
+    def start(self) -> None:
+        identities = (CONTROLLER_MANAGER, SCHEDULER, NODE, *(i.user for i in self.options.instances))
+        self.plane = start_plane(build_binaries(), identities=identities)
+        try:
+            self._logs = self.plane.root / "hooks"
+            self._logs.mkdir()
+            self._install_crds()
+            self._start_controller_manager()
+            self._start_scheduler()
+            self.agent = NodeAgent(self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour)
+            self.agent.start()
+            self.start_hooks()
+            self._apply_controllers()
+            for instance in self.options.instances:
+                self.start_metacontroller(instance)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for name in list(self.metacontrollers):
+            self.stop_metacontroller(name)
+        self.stop_hooks()
+        if self.agent is not None:
+            self.agent.stop()
+            self.agent = None
+        if self.plane is not None:
+            self.plane.stop()
+            self.plane = None
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["kubectl", f"--kubeconfig={self.control_plane.kubeconfig}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def _must(self, *args: str, stdin: str | None = None) -> str:
+        result = self.kubectl(*args, stdin=stdin)
+        if result.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
+        return result.stdout
+
+    def _install_crds(self) -> None:
+        plane = self.control_plane
+        self._must("apply", "--server-side", "-f", str(plane.bin_dir / METACONTROLLER_CRDS))
+        self._must("apply", "--server-side", "-k", str(self.options.checkout / "crds"))
+        for crd in (SHARDDB_CRD, "compositecontrollers.metacontroller.k8s.io"):
+            self._must("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}")
+
+    def _start_controller_manager(self) -> None:
+        plane = self.control_plane
+        plane.spawn(
+            "kube-controller-manager",
+            [
+                str(plane.bin_dir / "kube-controller-manager"),
+                f"--kubeconfig={plane.kubeconfig_for(CONTROLLER_MANAGER)}",
+                f"--controllers={','.join(CONTROLLERS)}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=false",
+                "--secure-port=0",
+                "--concurrent-statefulset-syncs=10",
+                "--concurrent-deployment-syncs=10",
+                "--concurrent-job-syncs=10",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+                "--v=1",
+            ],
+        )
+
+    def _start_scheduler(self) -> None:
+        plane = self.control_plane
+        plane.spawn(
+            "kube-scheduler",
+            [
+                str(plane.bin_dir / "kube-scheduler"),
+                f"--kubeconfig={plane.kubeconfig_for(SCHEDULER)}",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--v=1",
+            ],
+        )
+
+    # --- hooks ----------------------------------------------------------------
+
+    def start_hooks(self) -> None:
+        """Serve the checkout's hooks; after ``stop_hooks`` on the same port, so the URLs stay valid."""
+        assert self._logs is not None
+        if not self._hook_port:
+            self._hook_port = free_port()
+            self._hook_env = dict(self.options.hook_env)
+            if self.options.tls:
+                self._hook_env.update(self._hook_credentials())
+        context = contextlib.ExitStack()
+        self.hooks = context.enter_context(
+            launch(
+                self._logs,
+                self._hook_env,
+                module=self.options.hook_module,
+                cwd=self.options.checkout,
+                isolated=self.options.isolated,
+                scheme="https" if self.options.tls else "http",
+                port=self._hook_port,
+            )
+        )
+        self._hook_context = context
+
+    def stop_hooks(self) -> None:
+        if self._hook_context is not None:
+            self._hook_context.close()
+            self._hook_context = None
+            self.hooks = None
+
+    def _hook_credentials(self) -> dict[str, str]:
+        """A CA, a serving certificate for loopback and the service name, a token; as Secrets and as files."""
+        plane = self.control_plane
+        pki = plane.root / "hooks-pki"
+        pki.mkdir()
+        names = "DNS:sharddb-hooks.sharddb-system.svc,IP:127.0.0.1"
+        ca = "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sharddb-test-ca -keyout ca.key -out ca.crt"
+        request = "req -newkey rsa:2048 -nodes -subj /CN=sharddb-hooks -keyout tls.key -out tls.csr"
+        sign = "x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out tls.crt -extfile /dev/stdin"
+        for command in (["openssl", *step.split()] for step in (ca, request, sign)):
+            extension = f"subjectAltName={names}\n" if command[1] == "x509" else None
+            result = subprocess.run(command, cwd=pki, input=extension, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                raise ControlPlaneError(f"openssl {command[1]} failed: {result.stderr}")
+        token = os.urandom(16).hex()
+        (pki / "token").write_text(token)
+        self._must("create", "namespace", "sharddb-system")
+        self._must(
+            "-n",
+            "sharddb-system",
+            "create",
+            "secret",
+            "generic",
+            "sharddb-hooks-token",
+            f"--from-literal=token={token}",
+        )
+        self._must(
+            "-n",
+            "sharddb-system",
+            "create",
+            "secret",
+            "generic",
+            "sharddb-hooks-tls",
+            "--type=kubernetes.io/tls",
+            *(f"--from-file={pki / name}" for name in ("tls.crt", "tls.key", "ca.crt")),
+        )
+        return {
+            "SHARDDB_TLS_CERT_FILE": str(pki / "tls.crt"),
+            "SHARDDB_TLS_KEY_FILE": str(pki / "tls.key"),
+            "SHARDDB_AUTH_TOKEN_FILE": str(pki / "token"),
+        }
+
+    # --- Metacontroller -----------------------------------------------------------
+
+    def _apply_controllers(self) -> None:
+        """The checkout's CompositeControllers, hook URLs pointed at the hooks on loopback."""
+        assert self.hooks is not None
+        rendered = self._must("kustomize", str(self.options.checkout / self.options.overlay))
+        self.controllers = [
+            self._on_loopback(doc)
+            for doc in yaml.safe_load_all(rendered)
+            if doc and doc.get("kind") == "CompositeController"
+        ]
+        if not self.controllers:
+            raise ControlPlaneError(f"{self.options.overlay} renders no CompositeController")
+        self._must("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(self.controllers))
+
+    def _on_loopback(self, controller: Obj) -> Obj:
+        assert self.hooks is not None
+        for hook in controller["spec"].get("hooks", {}).values():
+            webhook = hook.get("webhook", {})
+            if "url" in webhook:
+                webhook["url"] = self.hooks.base + urllib.parse.urlsplit(webhook["url"]).path
+        if self.options.resync_seconds is not None:
+            controller["spec"]["resyncPeriodSeconds"] = self.options.resync_seconds
+        return controller
+
+    def start_metacontroller(self, instance: Instance) -> None:
+        plane = self.control_plane
+        health = free_port()
+        args = [
+            str(plane.bin_dir / "metacontroller"),
+            f"--metrics-address=127.0.0.1:{free_port()}",
+            f"--health-probe-bind-address=127.0.0.1:{health}",
+            f"--client-go-qps={instance.qps}",
+            f"--client-go-burst={instance.burst}",
+            f"--workers={instance.workers}",
+            f"--apply-strategy={instance.apply_strategy}",
+            "--discovery-interval=5s",
+            "--zap-log-level=4",
+        ]
+        if instance.target_label_selector:
+            args.append(f"--target-label-selector={instance.target_label_selector}")
+        env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig_for(instance.user))}
+        process = plane.spawn(instance.name, args, env=env)
+        self.metacontrollers[instance.name] = process
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise ControlPlaneError(
+                    f"{instance.name} exited ({process.returncode}):\n{self.logs(instance.name)[-3000:]}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{health}/readyz", timeout=1.0).status_code == 200:
+                    return
+            time.sleep(0.1)
+        raise ControlPlaneError(f"{instance.name} not ready after 60s:\n{self.logs(instance.name)[-3000:]}")
+
+    def stop_metacontroller(self, name: str) -> None:
+        process = self.metacontrollers.pop(name, None)
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@contextlib.contextmanager
+def running(options: StackOptions | None = None) -> Iterator[Stack]:
+    """A started stack for the length of the block."""
+    if shutil.which("kubectl") is None:
+        raise ControlPlaneError("kubectl is required on PATH (kustomize rendering and CRD installation)")
+    stack = Stack(options)
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()

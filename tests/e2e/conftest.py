@@ -1,0 +1,96 @@
+"""Fixtures of the end-to-end tier: one real stack per session, a namespace per test, the writes it cost.
+
+The stack is the real etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and Metacontroller, our hooks as ``python -m hooks``, and the
+node agent; see ``testbed/stack.py``. A missing Go or kubectl, or a failed
+build, fails the session with the reason: these tests are never skipped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from testbed.audit import tally
+from testbed.controlplane import ControlPlaneError
+from testbed.node import Behaviour
+from testbed.stack import Stack, StackOptions
+
+from ..cluster.kube import Kube
+from .sharddbs import ShardDBs
+
+# Resyncs every 5 s instead of the shipped 30 s, so a short idle window still sees several of them.
+RESYNC_SECONDS = 5
+_namespaces = itertools.count(1)
+_costs: list[tuple[str, int, Counter[str]]] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/e2e/" in str(item.path):
+            item.add_marker(pytest.mark.e2e)
+
+
+def start_stack(options: StackOptions) -> Stack:
+    """A started stack, or the session fails saying why."""
+    stack = Stack(options)
+    try:
+        stack.start()
+    except ControlPlaneError as error:
+        pytest.fail(f"end-to-end tier: {error}", pytrace=False)
+    return stack
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    running = start_stack(StackOptions(resync_seconds=RESYNC_SECONDS, behaviour=Behaviour()))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
+def kube(stack: Stack) -> Iterator[Kube]:
+    plane = stack.control_plane
+    client = Kube(plane.url, plane.token, plane.ca_file, plane.kubeconfig)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def new_namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
+    stem = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-")[:40].strip("-")
+    name = f"{stem}-{next(_namespaces)}-{os.getpid() % 1000}"
+    response = kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    assert response.status_code == 201, response.text
+    return name
+
+
+@pytest.fixture
+def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of its own; at the end, Metacontroller's writes in it are recorded for the session summary."""
+    name = new_namespace(kube, request)
+    mark = stack.audit.mark()
+    yield name
+    writes = stack.metacontroller_writes(mark, namespace=name)
+    _costs.append((request.node.name, len(writes), tally(writes)))
+
+
+@pytest.fixture
+def sharddbs(kube: Kube, namespace: str) -> ShardDBs:
+    return ShardDBs(kube, namespace)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _costs:
+        return
+    terminalreporter.section("Metacontroller writes per end-to-end test")
+    for name, total, kinds in _costs:
+        split = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+        terminalreporter.write_line(f"{total:5d}  {name}  ({split})")

@@ -1,0 +1,66 @@
+"""Bring-up through the real Metacontroller: shards together, then the seed, then the cache; then silence."""
+
+from __future__ import annotations
+
+import time
+
+from testbed.audit import Write, tally
+from testbed.stack import CONTROLLER_MANAGER, NODE, Stack
+
+from .sharddbs import ShardDBs, is_true
+
+NAME = "shop"
+
+
+def _first(writes: list[Write], what: str, **match: str) -> Write:
+    found = [w for w in writes if all(getattr(w, key) == value for key, value in match.items())]
+    assert found, f"no {what} in the audit log"
+    return found[0]
+
+
+def test_bring_up_starts_the_shards_together_then_seeds_then_starts_the_cache(stack: Stack, sharddbs: ShardDBs) -> None:
+    mark = stack.audit.mark()
+    sharddbs.create(NAME)
+    sharddbs.available(NAME)
+
+    log = stack.audit.since(mark, namespace=sharddbs.namespace)
+    shard_pods = [w for w in log if w.user == CONTROLLER_MANAGER and w.resource == "pods" and w.verb == "create"]
+    assert sorted(w.name for w in shard_pods if w.name.startswith(f"{NAME}-db-")) == [
+        f"{NAME}-db-{i}" for i in range(3)
+    ]
+    created = [w.at for w in shard_pods if w.name.startswith(f"{NAME}-db-")]
+    assert (max(created) - min(created)).total_seconds() < 1.0, "shard pods were not created together"
+
+    ready = [w for w in log if w.user == NODE and w.subresource == "status" and w.name.startswith(f"{NAME}-db-")]
+    seed = _first(log, "seed Job create", resource="jobs", verb="create", name=f"{NAME}-seed-3")
+    assert seed.user.startswith("sharddb-metacontroller")
+    assert {w.name for w in ready if w.at < seed.at} == {f"{NAME}-db-{i}" for i in range(3)}, (
+        "seed before every shard ran"
+    )
+
+    cache = _first(log, "cache Deployment create", resource="deployments", verb="create", name=f"{NAME}-cache")
+    seed_done = [
+        w for w in log if w.user == NODE and w.subresource == "status" and w.name.startswith(f"{NAME}-seed-3-")
+    ]
+    registered = [w for w in log if w.user == CONTROLLER_MANAGER and w.resource == "endpointslices"]
+    assert seed_done, "the seed pod never finished"
+    assert max(w.at for w in seed_done) < cache.at, "cache before the seed finished"
+    assert registered, "the shards were never registered in discovery"
+    assert min(w.at for w in registered) < cache.at, "cache before the shards were in discovery"
+
+    parent = sharddbs.get(NAME)
+    assert parent["status"]["readyShards"] == 3
+    assert parent["status"]["cacheReady"] is True
+    assert not is_true(parent, "Degraded")
+    mine = [w for w in log if w.user.startswith("sharddb-metacontroller")]
+    print(f"bring-up: {len(mine)} Metacontroller writes {dict(tally(mine))}")
+
+
+def test_an_available_sharddb_costs_no_writes_while_idle(stack: Stack, sharddbs: ShardDBs) -> None:
+    sharddbs.create(NAME)
+    sharddbs.available(NAME)
+    time.sleep(3)  # the last status and seed-memory writes of the bring-up settle
+    mark, calls = stack.audit.mark(), stack.hook_calls()
+    time.sleep(12)  # more than two resyncs
+    assert stack.hook_calls() > calls, "no hook call in the idle window: nothing was checked"
+    assert stack.metacontroller_writes(mark, namespace=sharddbs.namespace) == []
