@@ -185,7 +185,17 @@ class Stack:
         self._must("apply", "--server-side", "-f", str(plane.bin_dir / METACONTROLLER_CRDS))
         self._must("apply", "--server-side", "-k", str(self.options.checkout / "crds"))
         for crd in (SHARDDB_CRD, "compositecontrollers.metacontroller.k8s.io"):
-            self._must("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}")
+            self._established(crd)
+
+    def _established(self, crd: str, timeout: float = 60.0) -> None:
+        """Polled: ``kubectl wait`` fails outright while a new CRD has no conditions yet."""
+        query = "jsonpath={.status.conditions[?(@.type=='Established')].status}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.kubectl("get", "crd", crd, "-o", query).stdout.strip() == "True":
+                return
+            time.sleep(0.2)
+        raise ControlPlaneError(f"CRD {crd} not Established after {timeout:.0f}s")
 
     def _start_controller_manager(self) -> None:
         plane = self.control_plane

@@ -121,15 +121,20 @@ class ShardDBs:
         started = threading.Event()
 
         def follow() -> None:
-            with self.kube.http.stream("GET", url, params=params, timeout=httpx.Timeout(30.0, read=None)) as stream:
-                started.set()
-                for line in stream.iter_lines():
-                    if stop.is_set():
-                        return
-                    if line:
-                        event = json.loads(line)
-                        if event["type"] in ("ADDED", "MODIFIED"):
-                            seen.append(event["object"])
+            timeout = httpx.Timeout(30.0, read=None)
+            try:
+                with self.kube.http.stream("GET", url, params=params, timeout=timeout) as stream:
+                    started.set()
+                    for line in stream.iter_lines():
+                        if stop.is_set():
+                            return
+                        if line:
+                            event = json.loads(line)
+                            if event["type"] in ("ADDED", "MODIFIED"):
+                                seen.append(event["object"])
+            except httpx.HTTPError:
+                if not stop.is_set():
+                    raise
 
         thread = threading.Thread(target=follow, daemon=True)
         thread.start()

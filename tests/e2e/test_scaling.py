@@ -16,9 +16,9 @@ def test_scale_up_keeps_available_and_seeds_the_new_count(stack: Stack, sharddbs
     mark = stack.audit.mark()
     with sharddbs.history(NAME) as seen:
         assert sharddbs.patch(NAME, {"shards": 16}).status_code == 200
-        done = sharddbs.available(NAME, timeout=120)
+        wait_until("16 shards ready", lambda: sharddbs.get(NAME)["status"].get("readyShards") == 16, timeout=120)
         wait_until("the seed for 16", lambda: sharddbs.get(NAME)["status"].get("seededShards") == 16, timeout=60)
-    assert done["status"]["readyShards"] == 16
+        sharddbs.available(NAME)
     assert sharddbs.exists("Job", f"{NAME}-seed-16")
     assert all(is_true(v, "Available") for v in seen), "Available dropped during the scale-up"
     assert not any(is_true(v, "Degraded") for v in seen), "Degraded during a healthy scale-up"
