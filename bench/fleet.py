@@ -13,6 +13,7 @@ scaled from 3 to 16 shards. Prints a Markdown table: baseline, current, ratio.
 from __future__ import annotations
 
 import argparse
+import ssl
 import sys
 import tempfile
 import time
@@ -121,7 +122,7 @@ class Fleet:
         self.http = httpx.Client(
             base_url=plane.url,
             headers={"Authorization": f"Bearer {plane.token}"},
-            verify=str(plane.ca_file),
+            verify=ssl.create_default_context(cafile=str(plane.ca_file)),
             timeout=30.0,
         )
         self.base = f"/apis/mygroup.example.com/v1alpha1/namespaces/{namespace}/sharddbs"
