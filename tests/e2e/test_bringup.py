@@ -20,8 +20,10 @@ def _first(writes: list[Write], what: str, **match: str) -> Write:
 
 def test_bring_up_starts_the_shards_together_then_seeds_then_starts_the_cache(stack: Stack, sharddbs: ShardDBs) -> None:
     mark = stack.audit.mark()
-    sharddbs.create(NAME)
-    sharddbs.available(NAME)
+    with sharddbs.history(NAME) as seen:
+        sharddbs.create(NAME)
+        sharddbs.available(NAME)
+    assert not any(is_true(version, "Degraded") for version in seen), "Degraded during a healthy bring-up"
 
     log = stack.audit.since(mark, namespace=sharddbs.namespace)
     shard_pods = [w for w in log if w.user == CONTROLLER_MANAGER and w.resource == "pods" and w.verb == "create"]
