@@ -380,7 +380,8 @@ def test_composite_controllers_watch_sharddbs_with_a_generated_selector(target: 
 def test_a_single_metacontroller_install_serves_every_sharddb() -> None:
     for target in TARGETS:
         if not partition_count(target):
-            assert "labelSelector" not in one(render(target), "CompositeController", "sharddb")["spec"]["parentResource"]
+            parent = one(render(target), "CompositeController", "sharddb")["spec"]["parentResource"]
+            assert "labelSelector" not in parent
 
 
 @targets
@@ -431,7 +432,8 @@ def test_network_policy_admits_only_metacontroller_to_the_hook_port(target: Path
     for source in partitioned:
         assert list(source) == ["podSelector"]
         for instance in instances:
-            assert source["podSelector"]["matchLabels"].items() <= instance["spec"]["template"]["metadata"]["labels"].items()
+            pod_labels = instance["spec"]["template"]["metadata"]["labels"]
+            assert source["podSelector"]["matchLabels"].items() <= pod_labels.items()
     assert rule["ports"] == [{"port": "hooks", "protocol": "TCP"}]
     assert policy["egress"] == []
 
