@@ -250,6 +250,13 @@ def test_the_role_lets_metacontroller_watch_every_related_kind() -> None:
         assert allowed(group_of(kind), kind.plural) >= READ, kind.kind
 
 
+def test_the_role_lets_metacontroller_watch_namespaces_and_its_own_kinds() -> None:
+    # Metacontroller v4.17.2 watches namespaces even with no namespace selector in use.
+    assert allowed("", "namespaces") >= READ
+    assert allowed("metacontroller.k8s.io", "compositecontrollers") >= READ
+    assert allowed("apiextensions.k8s.io", "customresourcedefinitions") >= READ
+
+
 def test_the_role_lets_metacontroller_keep_the_finalizer_and_the_status() -> None:
     assert allowed("mygroup.example.com", "sharddbs") >= READ | {"update"}
     assert allowed("mygroup.example.com", "sharddbs/status") >= {"update"}
