@@ -59,8 +59,14 @@ EXPECTED_KINDS = Counter(
         "NetworkPolicy": 1,
         "ClusterRole": 2,
         "CompositeController": 1,
+        "ValidatingAdmissionPolicy": 1,
+        "ValidatingAdmissionPolicyBinding": 1,
     }
 )
+# What each partition adds: its Metacontroller, the account it writes as and that
+# account's binding; every partition but p0 adds its CompositeController, and the
+# role the instances share comes once.
+PER_PARTITION = Counter({"StatefulSet": 1, "ServiceAccount": 1, "ClusterRoleBinding": 1, "CompositeController": 1})
 RESTRICTED_VOLUME_TYPES = {
     "configMap",
     "csi",
@@ -80,6 +86,14 @@ def routes(method: str) -> set[str]:
 
 def _name(path: Path) -> str:
     return path.name if path == BASE else f"overlays/{path.name}"
+
+
+def partition_count(target: Path) -> int:
+    """How many partitions a target's components split it into (0: one Metacontroller installed separately)."""
+    components = yaml.safe_load((target / "kustomization.yaml").read_text()).get("components", [])
+    found = [int(m.group(1)) for c in components if (m := re.search(r"partitions-(\d+)$", c))]
+    assert len(found) <= 1, f"{target}: more than one partitions component"
+    return found[0] if found else 0
 
 
 # --- rendering -------------------------------------------------------------
@@ -124,6 +138,10 @@ def container(objs: list[Obj]) -> Obj:
 
 def env(objs: list[Obj]) -> dict[str, str]:
     return {item["name"]: item["value"] for item in container(objs).get("env", [])}
+
+
+def controllers(objs: list[Obj]) -> list[Obj]:
+    return [o for o in objs if o["kind"] == "CompositeController"]
 
 
 def webhooks(objs: list[Obj]) -> dict[str, Obj]:
@@ -209,13 +227,24 @@ def sharddb_crd() -> Obj:
 
 @targets
 def test_renders_exactly_the_controller_kinds(target: Path) -> None:
-    assert Counter(o["kind"] for o in render(target)) == EXPECTED_KINDS
+    count = partition_count(target)
+    expected = EXPECTED_KINDS.copy()
+    if count:
+        expected.update({kind: n * count for kind, n in PER_PARTITION.items()})
+        expected.update({"CompositeController": -1, "ClusterRole": 1})
+    assert Counter(o["kind"] for o in render(target)) == expected
+
+
+def test_an_overlay_splits_into_partitions() -> None:
+    assert any(partition_count(path) >= 2 for path in OVERLAYS)
 
 
 def test_every_overlay_builds_on_the_base() -> None:
     assert {p.name for p in OVERLAYS} >= {"dev", "production"}
     for path in OVERLAYS:
-        assert "../../base" in yaml.safe_load((path / "kustomization.yaml").read_text())["resources"]
+        resources = yaml.safe_load((path / "kustomization.yaml").read_text())["resources"]
+        # directly, or through one other overlay that does
+        assert "../../base" in resources or {f"../{p.name}" for p in OVERLAYS} & set(resources), path.name
 
 
 @targets
@@ -226,7 +255,15 @@ def test_every_object_is_labelled_part_of_sharddb(target: Path) -> None:
 
 @targets
 def test_namespaced_objects_live_in_the_hook_namespace(target: Path) -> None:
-    cluster_scoped = {"Namespace", "CustomResourceDefinition", "ClusterRole", "CompositeController"}
+    cluster_scoped = {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CompositeController",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     for obj in render(target):
         expected = None if obj["kind"] in cluster_scoped else HOOK_NAMESPACE
         assert obj["metadata"].get("namespace") == expected, f"{obj['kind']} {obj['metadata']['name']}"
@@ -240,10 +277,10 @@ def test_builtin_objects_pass_the_kubernetes_schema_strictly(target: Path) -> No
 
 
 @targets
-def test_composite_controller_passes_metacontrollers_schema(target: Path) -> None:
+def test_composite_controllers_pass_metacontrollers_schema(target: Path) -> None:
     crd = one(metacontroller_crds(), "CustomResourceDefinition", "compositecontrollers.metacontroller.k8s.io")
-    controller = one(render(target), "CompositeController", "sharddb")
-    assert schema_errors(controller, crd_schema(crd, "v1alpha1")) == []
+    for controller in controllers(render(target)):
+        assert schema_errors(controller, crd_schema(crd, "v1alpha1")) == [], controller["metadata"]["name"]
 
 
 @targets
@@ -324,17 +361,27 @@ def test_hook_container_has_bounded_resources(target: Path) -> None:
 
 @targets
 def test_child_resources_are_the_kind_table(target: Path) -> None:
-    children = one(render(target), "CompositeController", "sharddb")["spec"]["childResources"]
-    strategies = {(c["apiVersion"], c["resource"]): c["updateStrategy"]["method"] for c in children}
-    assert strategies == {(kind.api_version, kind.plural): kind.update for kind in kinds.CHILDREN}
+    for controller in controllers(render(target)):
+        children = controller["spec"]["childResources"]
+        strategies = {(c["apiVersion"], c["resource"]): c["updateStrategy"]["method"] for c in children}
+        assert strategies == {(kind.api_version, kind.plural): kind.update for kind in kinds.CHILDREN}
 
 
 @targets
-def test_composite_controller_watches_sharddbs_with_a_generated_selector(target: Path) -> None:
-    spec = one(render(target), "CompositeController", "sharddb")["spec"]
-    assert spec["parentResource"] == {"apiVersion": "mygroup.example.com/v1alpha1", "resource": "sharddbs"}
-    assert spec["generateSelector"] is True
-    assert spec["resyncPeriodSeconds"] > 0
+def test_composite_controllers_watch_sharddbs_with_a_generated_selector(target: Path) -> None:
+    for controller in controllers(render(target)):
+        spec = controller["spec"]
+        parent = {key: spec["parentResource"][key] for key in ("apiVersion", "resource")}
+        assert parent == {"apiVersion": "mygroup.example.com/v1alpha1", "resource": "sharddbs"}
+        assert spec["generateSelector"] is True
+        assert spec["resyncPeriodSeconds"] > 0
+
+
+def test_a_single_metacontroller_install_serves_every_sharddb() -> None:
+    for target in TARGETS:
+        if not partition_count(target):
+            parent = one(render(target), "CompositeController", "sharddb")["spec"]["parentResource"]
+            assert "labelSelector" not in parent
 
 
 @targets
@@ -378,7 +425,15 @@ def test_network_policy_admits_only_metacontroller_to_the_hook_port(target: Path
     assert policy["podSelector"]["matchLabels"].items() <= pod_template_labels(objs).items()
     assert policy["policyTypes"] == ["Ingress", "Egress"]
     (rule,) = policy["ingress"]
-    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "metacontroller"}}}]
+    release, *partitioned = rule["from"]
+    assert release == {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "metacontroller"}}}
+    instances = [o for o in objs if o["kind"] == "StatefulSet"]
+    assert len(partitioned) == (1 if instances else 0)
+    for source in partitioned:
+        assert list(source) == ["podSelector"]
+        for instance in instances:
+            pod_labels = instance["spec"]["template"]["metadata"]["labels"]
+            assert source["podSelector"]["matchLabels"].items() <= pod_labels.items()
     assert rule["ports"] == [{"port": "hooks", "protocol": "TCP"}]
     assert policy["egress"] == []
 

@@ -19,10 +19,12 @@ from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries
 
 from .kube import Kube
 from .loop import Loop
+from .metacontroller_crds import CrdsNotFoundError, resolve
 from .samples import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_NAME = "sharddbs.mygroup.example.com"
+METACONTROLLER_CRDS = ("compositecontrollers", "decoratorcontrollers", "controllerrevisions")
 _namespaces = itertools.count(1)
 
 
@@ -87,3 +89,24 @@ def available(kube: Kube, namespace: str) -> Loop:
     loop.create(SPEC)
     loop.until("Available")
     return loop
+
+
+def metacontroller_crds_file() -> Path:
+    """The CRD file, or a failure that says the three ways to provide it."""
+    try:
+        return resolve()
+    except CrdsNotFoundError as error:
+        problem = str(error)
+    pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def with_metacontroller(kube: Kube) -> Kube:
+    """The API server with Metacontroller's CRDs installed and Established."""
+    crds = metacontroller_crds_file()
+    result = kube.kubectl("apply", "--server-side", "--field-manager=sharddb-tests", "-f", str(crds))
+    assert result.returncode == 0, result.stderr
+    names = [f"crd/{plural}.metacontroller.k8s.io" for plural in METACONTROLLER_CRDS]
+    result = kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    assert result.returncode == 0, result.stderr
+    return kube

@@ -16,33 +16,10 @@ import yaml
 
 from .conftest import ROOT
 from .kube import Kube, error_message
-from .metacontroller_crds import CrdsNotFoundError, resolve
 
 pytestmark = pytest.mark.cluster
 
 OVERLAYS = sorted(path.parent for path in (ROOT / "metacontroller" / "overlays").glob("*/kustomization.yaml"))
-METACONTROLLER_CRDS = ("compositecontrollers", "decoratorcontrollers", "controllerrevisions")
-
-
-def metacontroller_crds_file() -> Path:
-    """The CRD file, or a failure that says the three ways to provide it."""
-    try:
-        return resolve()
-    except CrdsNotFoundError as error:
-        problem = str(error)
-    pytest.fail(problem, pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def with_metacontroller(kube: Kube) -> Kube:
-    """The API server with Metacontroller's CRDs installed and Established."""
-    crds = metacontroller_crds_file()
-    result = kube.kubectl("apply", "--server-side", "--field-manager=sharddb-tests", "-f", str(crds))
-    assert result.returncode == 0, result.stderr
-    names = [f"crd/{plural}.metacontroller.k8s.io" for plural in METACONTROLLER_CRDS]
-    result = kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
-    assert result.returncode == 0, result.stderr
-    return kube
 
 
 def render(kube: Kube, overlay: Path) -> list[dict[str, Any]]:
@@ -84,12 +61,15 @@ def test_overlay_applies_with_strict_validation(with_metacontroller: Kube, overl
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS, ids=[overlay.name for overlay in OVERLAYS])
-def test_overlay_compositecontroller_targets_sharddbs(with_metacontroller: Kube, overlay: Path) -> None:
-    (controller,) = [doc for doc in render(with_metacontroller, overlay) if doc["kind"] == "CompositeController"]
-    spec = controller["spec"]
-    assert spec["parentResource"] == {"apiVersion": "mygroup.example.com/v1alpha1", "resource": "sharddbs"}
-    strategies = {child["resource"]: child.get("updateStrategy", {}).get("method") for child in spec["childResources"]}
-    assert strategies["statefulsets"] == "InPlace"
-    assert strategies["deployments"] == "InPlace"
-    assert strategies["services"] == "InPlace"
-    assert strategies["jobs"] in (None, "OnDelete")
+def test_overlay_compositecontrollers_target_sharddbs(with_metacontroller: Kube, overlay: Path) -> None:
+    controllers = [doc for doc in render(with_metacontroller, overlay) if doc["kind"] == "CompositeController"]
+    assert controllers
+    for controller in controllers:
+        spec = controller["spec"]
+        parent = {key: spec["parentResource"][key] for key in ("apiVersion", "resource")}
+        assert parent == {"apiVersion": "mygroup.example.com/v1alpha1", "resource": "sharddbs"}
+        strategies = {c["resource"]: c.get("updateStrategy", {}).get("method") for c in spec["childResources"]}
+        assert strategies["statefulsets"] == "InPlace"
+        assert strategies["deployments"] == "InPlace"
+        assert strategies["services"] == "InPlace"
+        assert strategies["jobs"] in (None, "OnDelete")
