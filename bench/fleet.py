@@ -13,6 +13,7 @@ scaled from 3 to 16 shards. Prints a Markdown table: baseline, current, ratio.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ssl
 import sys
 import tempfile
@@ -210,24 +211,10 @@ def scale_up(stack: Stack, source: Path, shards: tuple[int, int], options: Optio
 
 def stack_options(source: Source, options: Options) -> StackOptions:
     """The version's manifests; with partitions, one Metacontroller per partition, each selecting its own."""
-    instances: tuple[Instance, ...] = (options.instance,)
-    overlay = "metacontroller/base"
-    if options.partitions > 1:
-        overlay = f"metacontroller/partitions/{options.partitions}"
-        instances = tuple(
-            Instance(
-                name=f"metacontroller-p{index}",
-                qps=options.instance.qps,
-                burst=options.instance.burst,
-                workers=options.instance.workers,
-                target_label_selector=f"mygroup.example.com/partition=p{index}",
-            )
-            for index in range(options.partitions)
-        )
     return StackOptions(
         checkout=source.directory,
-        overlay=overlay,
-        instances=instances,
+        instances=(options.instance,),
+        partitions=options.partitions if options.partitions > 1 else 0,
         behaviour=Behaviour(start_seconds=options.pod_start_seconds, job_seconds=options.job_seconds),
         isolated=True,
     )
@@ -324,6 +311,33 @@ def table(versions: list[Version], options: Options) -> str:
     return "\n".join(lines) + "\n"
 
 
+def partition_table(versions: list[Version], counts: list[int], options: Options) -> str:
+    """One column per partition count, the same code and the same fleet."""
+    first = versions[0]
+    i = options.instance
+    header = " | ".join(f"{count} partition{'s' if count > 1 else ''}" for count in counts)
+    lines = [
+        f"Fleet benchmark by partitions ({time.strftime('%Y-%m-%d')}): `{first.source.revision}` "
+        f"({first.source.origin}); {machine()}. One stack per partition count: etcd, kube-apiserver, "
+        f"kube-controller-manager, kube-scheduler, one Metacontroller v4.17.2 per partition (QPS {i.qps:g}, "
+        f"burst {i.burst}, {i.workers} workers each, the partition's account and --target-label-selector), "
+        f"ShardDBs labelled round robin; pods Ready {options.pod_start_seconds:g} s after binding; writes from the "
+        f"audit log; idle window {options.idle_seconds:g} s.",
+        "",
+        f"| metric | {header} |",
+        "|---|" + "---:|" * len(counts),
+    ]
+    for size in options.sizes:
+        results = [version.fleets[size] for version in versions]
+        rows = [
+            (f"N={size}: time to all Available (s)", [f"{r.seconds:.1f}" for r in results]),
+            (f"N={size}: writes per ShardDB", [f"{r.bringup.total / size:.1f}" for r in results]),
+            (f"N={size}: idle writes / min", [f"{r.idle.per_minute(r.idle.total):.1f}" for r in results]),
+        ]
+        lines += [f"| {metric} | {' | '.join(values)} |" for metric, values in rows]
+    return "\n".join(lines) + "\n"
+
+
 # --- command line ------------------------------------------------------------------------
 
 
@@ -356,7 +370,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     parser.add_argument(
         "--apply-strategy", default="dynamic-apply", help="Metacontroller --apply-strategy (dynamic-apply)"
     )
-    parser.add_argument("--partitions", type=int, default=1, help="Metacontroller instances, one per partition (1)")
+    parser.add_argument(
+        "--partitions",
+        type=_sizes,
+        default=(1,),
+        help="Metacontroller instances, one per partition; several counts (1,2,4) compare them on the current code",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="give up on a scenario after this (1800 s)")
     args = parser.parse_args(argv)
     options = Options(
@@ -364,7 +383,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         idle_seconds=args.idle,
         scale=args.scale,
         instance=Instance(qps=args.qps, burst=args.burst, workers=args.workers, apply_strategy=args.apply_strategy),
-        partitions=args.partitions,
+        partitions=args.partitions[0],
         pod_start_seconds=args.pod_start,
         job_seconds=args.job_seconds,
         timeout_seconds=args.timeout,
@@ -380,13 +399,18 @@ def main(argv: list[str] | None = None) -> None:
     args, options = parse(argv)
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sharddb-fleet-")))
-        (work / "baseline").mkdir()
-        sources = [extract(args.baseline, work / "baseline")]
+        current = working_tree()
         if args.current:
             (work / "current").mkdir()
-            sources.append(extract(args.current, work / "current"))
-        else:
-            sources.append(working_tree())
+            current = extract(args.current, work / "current")
+        if len(args.partitions) > 1:
+            versions = [Version(f"{count} partitions", current) for count in args.partitions]
+            for count, version in zip(args.partitions, versions, strict=True):
+                measure(version, dataclasses.replace(options, partitions=count, scale=None), _progress)
+            print(partition_table(versions, list(args.partitions), options))
+            return
+        (work / "baseline").mkdir()
+        sources = [extract(args.baseline, work / "baseline"), current]
         versions = [Version(role, source) for role, source in zip(("baseline", "current"), sources, strict=True)]
         for version in versions:
             measure(version, options, _progress)

@@ -12,6 +12,7 @@ credentials of its own, so the audit log says whose write is whose.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -26,8 +27,9 @@ from typing import Any
 import httpx
 import yaml
 
+from testbed import partitions
 from testbed.audit import AuditLog, Write
-from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries, start_plane
+from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
 from testbed.node import Behaviour, NodeAgent
 from testbed.server import ROOT, HookProcess, free_port, launch
 
@@ -56,6 +58,20 @@ CONTROLLERS = (
     "validatingadmissionpolicy-status-controller",
 )
 SHARDDB_CRD = "sharddbs.mygroup.example.com"
+# What the stack applies of a rendered install (the CRD comes from crds/, the workloads run as processes).
+APPLIED_KINDS = frozenset(
+    {
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "CompositeController",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -68,10 +84,22 @@ class Instance:
     workers: int = 5
     apply_strategy: str = "dynamic-apply"
     target_label_selector: str = ""
+    # A ServiceAccount's user name: the instance then writes with that account's RBAC (from the
+    # rendered manifests) rather than as a cluster admin.
+    account: str = ""
 
     @property
     def user(self) -> str:
+        if self.account:
+            return self.account
         return METACONTROLLER if self.name == "metacontroller" else f"{METACONTROLLER}-{self.name}"
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        if self.account:
+            namespace = self.account.split(":")[2]
+            return ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated")
+        return ("system:masters",)
 
 
 @dataclass
@@ -81,6 +109,9 @@ class StackOptions:
     checkout: Path = ROOT
     overlay: str = "metacontroller/base"  # rendered with kubectl kustomize; its CompositeControllers are applied
     instances: tuple[Instance, ...] = (Instance(),)
+    # Split the overlay into this many partitions (``components/partitions-<N>``): one Metacontroller per
+    # partition, each with the rendered --target-label-selector and account; ``instances[0]`` sets their budget.
+    partitions: int = 0
     resync_seconds: int | None = None  # overrides each CompositeController's resyncPeriodSeconds
     behaviour: Behaviour = field(default_factory=Behaviour)
     tls: bool = False  # hooks over HTTPS with a bearer token, as the production overlay expects
@@ -99,6 +130,8 @@ class Stack:
         self.hooks: HookProcess | None = None
         self.metacontrollers: dict[str, subprocess.Popen[bytes]] = {}
         self.controllers: list[Obj] = []
+        self.manifests: list[Obj] = []
+        self.instances: tuple[Instance, ...] = ()
         self._hook_context: contextlib.ExitStack | None = None
         self._hook_port = 0
         self._hook_env: dict[str, str] = {}
@@ -121,7 +154,7 @@ class Stack:
 
     def metacontroller_writes(self, mark: int = 0, namespace: str | None = None) -> list[Write]:
         """Every successful write by any Metacontroller instance after ``mark``."""
-        users = {instance.user for instance in self.options.instances}
+        users = {instance.user for instance in self.instances}
         return [w for w in self.audit.since(mark, namespace=namespace) if w.user in users]
 
     def hook_calls(self) -> int:
@@ -135,9 +168,14 @@ class Stack:
     # --- start and stop -------------------------------------------------------
 
     def start(self) -> None:
-        identities = (CONTROLLER_MANAGER, SCHEDULER, NODE, *(i.user for i in self.options.instances))
-        self.plane = start_plane(build_binaries(), identities=identities)
+        self.manifests = self._render()
+        self.plane = ControlPlane(build_binaries())
+        for user in (CONTROLLER_MANAGER, SCHEDULER, NODE):
+            self.plane.identity(user)
+        for instance in self.instances:
+            self.plane.identity(instance.user, instance.groups)
         try:
+            self.plane.start()
             self._logs = self.plane.root / "hooks"
             self._logs.mkdir()
             self._install_crds()
@@ -147,7 +185,7 @@ class Stack:
             self.agent.start()
             self.start_hooks()
             self._apply_controllers()
-            for instance in self.options.instances:
+            for instance in self.instances:
                 self.start_metacontroller(instance)
         except BaseException:
             self.stop()
@@ -304,18 +342,40 @@ class Stack:
 
     # --- Metacontroller -----------------------------------------------------------
 
+    def _render(self) -> list[Obj]:
+        """The checkout's manifests as a user would apply them; with partitions, one instance per partition."""
+        overlay = self.options.checkout / self.options.overlay
+        if not self.options.partitions:
+            self.instances = self.options.instances
+            return partitions.kustomize(overlay)
+        setup = partitions.render(overlay, self.options.partitions)
+        budget = self.options.instances[0]
+        self.instances = tuple(
+            dataclasses.replace(
+                budget,
+                name=f"metacontroller-{partition.name}",
+                target_label_selector=partition.target_selector,
+                account=partition.service_account,
+            )
+            for partition in setup.partitions
+        )
+        return setup.objects
+
     def _apply_controllers(self) -> None:
-        """The checkout's CompositeControllers, hook URLs pointed at the hooks on loopback."""
+        """The rendered CompositeControllers (hook URLs on loopback), admission policies and Metacontroller RBAC.
+
+        The workloads (hook Deployment, Metacontroller StatefulSets) are left out: their processes run here.
+        """
         assert self.hooks is not None
-        rendered = self._must("kustomize", str(self.options.checkout / self.options.overlay))
-        self.controllers = [
-            self._on_loopback(doc)
-            for doc in yaml.safe_load_all(rendered)
-            if doc and doc.get("kind") == "CompositeController"
+        applied = [
+            self._on_loopback(doc) if doc["kind"] == "CompositeController" else doc
+            for doc in self.manifests
+            if doc["kind"] in APPLIED_KINDS
         ]
+        self.controllers = [doc for doc in applied if doc["kind"] == "CompositeController"]
         if not self.controllers:
             raise ControlPlaneError(f"{self.options.overlay} renders no CompositeController")
-        self._must("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(self.controllers))
+        self._must("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(applied))
 
     def _on_loopback(self, controller: Obj) -> Obj:
         assert self.hooks is not None

@@ -65,7 +65,7 @@ def kube(stack: Stack) -> Iterator[Kube]:
 
 
 def new_namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
-    stem = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-")[:40].strip("-")
+    stem = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-").replace(".", "-")[:40].strip("-")
     name = f"{stem}-{next(_namespaces)}-{os.getpid() % 1000}"
     response = kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     assert response.status_code == 201, response.text
