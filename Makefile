@@ -37,9 +37,9 @@ crd: venv testbin
 test: venv testbin lint
 	$(BIN)/python -m pytest
 
-## Quick tier without the API server.
+## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
 unit: venv
-	$(BIN)/python -m pytest -m "not cluster and not slow"
+	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded"
 
 lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed

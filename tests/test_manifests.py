@@ -32,8 +32,6 @@ from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
 from testbed.world import World
 
-from .cluster import metacontroller_crds as metacontroller_crds_file
-
 Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -188,15 +186,6 @@ def crd_schema(crd: Obj, version: str) -> Obj:
     return schema
 
 
-def metacontroller_crds() -> list[Obj]:
-    """Metacontroller's own CRDs, as data: a path, shared/ beside the repo, or the pinned release (cached)."""
-    try:
-        path = metacontroller_crds_file.resolve()
-    except metacontroller_crds_file.CrdsNotFoundError as error:
-        pytest.fail(str(error), pytrace=False)
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
-
-
 def sharddb_crd() -> Obj:
     assert CRD_FILE.is_file(), "crds/sharddb.yaml is missing: the ShardDB CRD must ship with the controller"
     docs = [doc for doc in yaml.safe_load_all(CRD_FILE.read_text()) if doc]
@@ -237,13 +226,6 @@ def test_builtin_objects_pass_the_kubernetes_schema_strictly(target: Path) -> No
     for obj in render(target):
         if obj["kind"] != "CompositeController":
             kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
-
-
-@targets
-def test_composite_controller_passes_metacontrollers_schema(target: Path) -> None:
-    crd = one(metacontroller_crds(), "CustomResourceDefinition", "compositecontrollers.metacontroller.k8s.io")
-    controller = one(render(target), "CompositeController", "sharddb")
-    assert schema_errors(controller, crd_schema(crd, "v1alpha1")) == []
 
 
 @targets

@@ -17,13 +17,24 @@ import pytest
 
 from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
 
+from ..prerequisites import Prerequisite
 from .kube import Kube
 from .loop import Loop
+from .metacontroller_crds import CrdsNotFoundError, resolve
 from .samples import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_NAME = "sharddbs.mygroup.example.com"
 _namespaces = itertools.count(1)
+
+# Looked for (and downloaded, if it comes to that) once per run; a miss is explained once.
+METACONTROLLER_CRDS = Prerequisite("Metacontroller's CRDs", resolve, CrdsNotFoundError)
+
+
+@pytest.fixture
+def metacontroller_crds() -> Path:
+    """Metacontroller's CRD file (see ``metacontroller_crds.resolve``), or a failure saying how to provide it."""
+    return METACONTROLLER_CRDS.get()
 
 
 @pytest.fixture(scope="session")

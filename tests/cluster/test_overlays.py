@@ -1,9 +1,10 @@
 """Every kustomize overlay applies to a real API server with strict field validation.
 
-Metacontroller's own CRDs are installed first (found by ``metacontroller_crds``:
-a path, ``shared/`` beside the repository, or the pinned release, verified), so
-the server validates our CompositeController against its real schema. The apply
-is a server-side dry run: admission and validation run in full, nothing is stored.
+Metacontroller's own CRDs are installed first (found once per run by the
+``metacontroller_crds`` fixture: a path, ``shared/`` beside the repository, or the
+pinned release, verified), so the server validates our CompositeController against
+its real schema, unknown fields included. The apply is a server-side dry run:
+admission and validation run in full, nothing is stored.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import yaml
 
 from .conftest import ROOT
 from .kube import Kube, error_message
-from .metacontroller_crds import CrdsNotFoundError, resolve
 
 pytestmark = pytest.mark.cluster
 
@@ -24,24 +24,20 @@ OVERLAYS = sorted(path.parent for path in (ROOT / "metacontroller" / "overlays")
 METACONTROLLER_CRDS = ("compositecontrollers", "decoratorcontrollers", "controllerrevisions")
 
 
-def metacontroller_crds_file() -> Path:
-    """The CRD file, or a failure that says the three ways to provide it."""
-    try:
-        return resolve()
-    except CrdsNotFoundError as error:
-        problem = str(error)
-    pytest.fail(problem, pytrace=False)
+_installed: set[str] = set()  # API servers that have Metacontroller's CRDs already
 
 
-@pytest.fixture(scope="module")
-def with_metacontroller(kube: Kube) -> Kube:
-    """The API server with Metacontroller's CRDs installed and Established."""
-    crds = metacontroller_crds_file()
-    result = kube.kubectl("apply", "--server-side", "--field-manager=sharddb-tests", "-f", str(crds))
+@pytest.fixture
+def with_metacontroller(kube: Kube, metacontroller_crds: Path) -> Kube:
+    """The API server with Metacontroller's CRDs installed and Established (once per server)."""
+    if kube.url in _installed:
+        return kube
+    result = kube.kubectl("apply", "--server-side", "--field-manager=sharddb-tests", "-f", str(metacontroller_crds))
     assert result.returncode == 0, result.stderr
     names = [f"crd/{plural}.metacontroller.k8s.io" for plural in METACONTROLLER_CRDS]
     result = kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
     assert result.returncode == 0, result.stderr
+    _installed.add(kube.url)
     return kube
 
 
