@@ -7,12 +7,17 @@ FLEET ?= 1,20
 BASELINE ?= 086dd9c
 STAGE ?= available
 
-.PHONY: run render test unit lint bench bench-fleet crd testbin venv clean
+IMAGE ?= localhost/sharddb-hooks:dev
 
+.PHONY: run render test unit lint bench bench-fleet crd testbin venv image clean
+
+# pip's own progress, not silence: the first install downloads about 60 packages (1-2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
+	@echo "venv: creating $(VENV) with the pinned requirements*.txt (first time: about 1-2 minutes)" >&2
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip install --disable-pip-version-check -r requirements-dev.txt
 	touch $@
+	@echo "venv: ready" >&2
 
 venv: $(BIN)/.installed
 
@@ -45,6 +50,11 @@ lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed
 	$(BIN)/ruff format --check hooks tests bench tools testbed
 	$(BIN)/mypy
+
+## Build the Dockerfile with docker, podman or buildah, run it, and check it serves /healthz and /sync
+## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; see README, "The image").
+image: venv
+	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)")
 
 bench: venv
 	$(BIN)/python -m bench

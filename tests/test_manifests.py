@@ -618,7 +618,8 @@ def instructions(keyword: str) -> list[str]:
 
 def test_image_base_is_pinned_to_a_python_311_patch_release() -> None:
     (default,) = [arg for arg in instructions("ARG") if arg.startswith("PYTHON_IMAGE=")]
-    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", default)
+    pinned = r"PYTHON_IMAGE=docker\.io/library/python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?"
+    assert re.fullmatch(pinned, default)
     assert [line.split()[0] for line in instructions("FROM")] == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
 
 
@@ -643,6 +644,18 @@ def test_image_installs_pinned_requirements_without_a_cache() -> None:
     assert "--no-cache-dir" in install
     assert "-r /tmp/requirements.txt" in install
     assert all(re.fullmatch(r"[\w\[\].-]+==[\w.]+", line) for line in requirements())
+
+
+def test_image_build_trusts_a_ca_bundle_only_as_a_secret_of_its_pip_step() -> None:
+    (install,) = [run for run in instructions("RUN") if "pip install" in run]
+    assert install.startswith("--mount=type=secret,id=pip-ca,required=false ")
+    assert "PIP_CERT=/run/secrets/pip-ca" in install
+    assert not [run for run in instructions("RUN") if "pip-ca" in run and run != install]
+    assert all("pip-ca" not in line for line in instructions("COPY") + instructions("ENV") + instructions("ARG"))
+
+
+def test_image_recipe_needs_no_frontend_image_from_a_registry() -> None:
+    assert not (REPO / "Dockerfile").read_text().startswith("# syntax="), "the builder's own frontend parses it"
 
 
 def requirements() -> list[str]:
