@@ -6,6 +6,7 @@ are never skipped.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -38,12 +39,16 @@ def metacontroller_crds() -> Path:
 
 
 @pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
+def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
     if shutil.which("kubectl") is None:
         pytest.fail("cluster tier: kubectl is required on PATH (kustomize rendering and kubectl checks)", pytrace=False)
     problem = None
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
-        plane = start_plane(build_binaries())
+        # A first build takes minutes: its progress lines go to the terminal, not into pytest's capture.
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            binaries = build_binaries()
+        plane = start_plane(binaries)
     except ControlPlaneError as error:
         problem = str(error)
     if problem is not None:
