@@ -11,9 +11,9 @@ IMAGE ?= localhost/sharddb-hooks:dev
 
 .PHONY: run render test unit lint bench bench-fleet crd testbin venv image clean
 
-# pip's own progress, not silence: the first install downloads about 60 packages (1-2 minutes).
+# pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
-	@echo "venv: creating $(VENV) with the pinned requirements*.txt (first time: about 1-2 minutes)" >&2
+	@echo "venv: creating $(VENV) with the pinned requirements*.txt (first time: about 2 minutes)" >&2
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -r requirements-dev.txt
 	touch $@
