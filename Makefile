@@ -8,12 +8,17 @@ BASELINE ?= 950cc8a
 PARTITIONS ?= 1
 STAGE ?= available
 
-.PHONY: run render test unit e2e lint bench bench-fleet crd testbin venv clean
+IMAGE ?= localhost/sharddb-hooks:dev
 
+.PHONY: run render test unit e2e lint bench bench-fleet crd testbin venv image clean
+
+# pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
+	@echo "venv: creating $(VENV) with the pinned requirements*.txt (first time: about 2 minutes)" >&2
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip install --disable-pip-version-check -r requirements-dev.txt
 	touch $@
+	@echo "venv: ready" >&2
 
 venv: $(BIN)/.installed
 
@@ -38,9 +43,9 @@ crd: venv testbin
 test: venv testbin lint
 	$(BIN)/python -m pytest
 
-## Quick tier without the API server.
+## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
 unit: venv
-	$(BIN)/python -m pytest -m "not cluster and not slow and not e2e"
+	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e"
 
 ## The whole life of ShardDBs through the real Metacontroller, controllers and scheduler.
 e2e: venv testbin
@@ -50,6 +55,11 @@ lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed
 	$(BIN)/ruff format --check hooks tests bench tools testbed
 	$(BIN)/mypy
+
+## Build the Dockerfile with docker, podman or buildah, run it, and check it serves /healthz and /sync
+## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; see README, "The image").
+image: venv
+	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)")
 
 bench: venv
 	$(BIN)/python -m bench

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -252,6 +253,23 @@ def _dump(obj: object) -> str:
     )
 
 
+# A claim template's `status` reads like a volume stuck in Pending; it is there because the API
+# server stores every claim template with it, and a child must be returned as stored.
+_CLAIM_STATUS = re.compile(r"^(?P<indent> +)status:\n(?P=indent)  phase: Pending$", re.MULTILINE)
+CLAIM_STATUS_NOTE = (
+    "# not a volume's state: the API server stores every claim template with this status,",
+    "# so the hooks return it as stored and Metacontroller's update sees no difference",
+)
+
+
+def _child_yaml(child: Obj) -> str:
+    """A child as YAML, with a note where a reader would take a field for a problem."""
+    text = _dump(child).rstrip("\n")
+    if child.get("kind") != "StatefulSet":
+        return text
+    return _CLAIM_STATUS.sub(lambda m: "".join(f"{m['indent']}{line}\n" for line in CLAIM_STATUS_NOTE) + m[0], text)
+
+
 def to_yaml(previews: Sequence[Preview]) -> str:
     """One YAML stream: each child a document; the status a comment, so the stream applies as is."""
     out: list[str] = []
@@ -265,7 +283,7 @@ def to_yaml(previews: Sequence[Preview]) -> str:
         if not shown.children:  # paused before anything exists: nothing to create
             out.append("\n".join(["---", *header, "# no children"]))
         for index, child in enumerate(shown.children):
-            lines = ["---", *(header if index == 0 else []), _dump(child).rstrip("\n")]
+            lines = ["---", *(header if index == 0 else []), _child_yaml(child)]
             out.append("\n".join(lines))
     return "\n".join(out) + "\n"
 

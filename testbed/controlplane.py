@@ -17,7 +17,9 @@ import shutil
 import signal
 import ssl
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,20 +51,38 @@ class ControlPlaneError(RuntimeError):
     """The API server could not be built or started; the message says why."""
 
 
-def build_binaries(timeout: float = 1800.0) -> Path:
+def build_binaries(timeout: float = 3600.0) -> Path:
     """Run the build script (a no-op when cached) and return the binaries' directory.
 
-    The script itself says clearly when Go is missing; its message is passed on.
+    Its progress lines reach this process's stderr as they come, so a first build of
+    several minutes is not silent; the script's own message on failure is passed on.
     """
+    process = subprocess.Popen(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said: list[str] = []
+
+    def relay() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            said.append(line)
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    relaying = threading.Thread(target=relay, daemon=True)
+    relaying.start()
     try:
-        result = subprocess.run(
-            ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        returncode = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
         raise ControlPlaneError(f"build-binaries.sh did not finish within {timeout:.0f}s") from None
-    if result.returncode != 0:
-        raise ControlPlaneError(f"build-binaries.sh failed ({result.returncode}):\n{result.stderr.strip()}")
-    lines = result.stdout.strip().splitlines()
+    finally:
+        relaying.join(timeout=5)
+    assert process.stdout is not None
+    stdout = process.stdout.read()
+    process.stdout.close()
+    if returncode != 0:
+        raise ControlPlaneError(f"build-binaries.sh failed ({returncode}):\n{''.join(said).strip()}")
+    lines = stdout.strip().splitlines()
     if not lines:
         raise ControlPlaneError("build-binaries.sh printed no directory")
     directory = Path(lines[-1])

@@ -1,9 +1,9 @@
 """Requests a real Metacontroller v4.17.2 sent, and children as its API server stored them.
 
 They live beside the repository (``shared/fixtures/metacontroller-v4.17.2``), never
-in it; ``SHARDDB_RECORDED`` names another folder. CI always has them: there a
-missing folder fails the run, elsewhere (a bare clone) the tests that need them
-are skipped with a message saying where to put them.
+in it; ``SHARDDB_RECORDED`` names another folder. The tests that replay them are
+their own tier (marker ``recorded``, outside ``make unit``): without the folder
+they fail, with one message per run saying where to put it.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from hooks import kinds
+
+from .prerequisites import Prerequisite
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "fixtures" / "metacontroller-v4.17.2"
@@ -50,19 +50,26 @@ class Exchange:
         return found
 
 
-def folder() -> Path:
-    """The recordings, or a failure (CI) / skip (elsewhere) that says how to get them."""
+class RecordingsNotFoundError(Exception):
+    """The folder is missing; the message says where to put it."""
+
+
+def _find() -> Path:
     path = Path(os.environ.get("SHARDDB_RECORDED") or DEFAULT)
     if not (path / "README.md").is_file():
-        message = (
+        raise RecordingsNotFoundError(
             f"recorded Metacontroller requests not found at {path}: place shared/ beside the repository "
-            "or set SHARDDB_RECORDED to the metacontroller-v4.17.2 fixtures folder "
-            "(CI fails without them; elsewhere the tests that replay them are skipped)"
+            "or set SHARDDB_RECORDED to the metacontroller-v4.17.2 fixtures folder"
         )
-        if os.environ.get("CI"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
     return path
+
+
+RECORDINGS = Prerequisite("the recorded Metacontroller requests", _find, RecordingsNotFoundError)
+
+
+def folder() -> Path:
+    """The recordings, or a failure that says how to get them (once per run)."""
+    return RECORDINGS.get()
 
 
 @cache

@@ -32,8 +32,6 @@ from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
 from testbed.world import World
 
-from .cluster import metacontroller_crds as metacontroller_crds_file
-
 Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -206,15 +204,6 @@ def crd_schema(crd: Obj, version: str) -> Obj:
     return schema
 
 
-def metacontroller_crds() -> list[Obj]:
-    """Metacontroller's own CRDs, as data: a path, shared/ beside the repo, or the pinned release (cached)."""
-    try:
-        path = metacontroller_crds_file.resolve()
-    except metacontroller_crds_file.CrdsNotFoundError as error:
-        pytest.fail(str(error), pytrace=False)
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
-
-
 def sharddb_crd() -> Obj:
     assert CRD_FILE.is_file(), "crds/sharddb.yaml is missing: the ShardDB CRD must ship with the controller"
     docs = [doc for doc in yaml.safe_load_all(CRD_FILE.read_text()) if doc]
@@ -274,13 +263,6 @@ def test_builtin_objects_pass_the_kubernetes_schema_strictly(target: Path) -> No
     for obj in render(target):
         if obj["kind"] != "CompositeController":
             kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
-
-
-@targets
-def test_composite_controllers_pass_metacontrollers_schema(target: Path) -> None:
-    crd = one(metacontroller_crds(), "CustomResourceDefinition", "compositecontrollers.metacontroller.k8s.io")
-    for controller in controllers(render(target)):
-        assert schema_errors(controller, crd_schema(crd, "v1alpha1")) == [], controller["metadata"]["name"]
 
 
 @targets
@@ -691,7 +673,8 @@ def instructions(keyword: str) -> list[str]:
 
 def test_image_base_is_pinned_to_a_python_311_patch_release() -> None:
     (default,) = [arg for arg in instructions("ARG") if arg.startswith("PYTHON_IMAGE=")]
-    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", default)
+    pinned = r"PYTHON_IMAGE=docker\.io/library/python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?"
+    assert re.fullmatch(pinned, default)
     assert [line.split()[0] for line in instructions("FROM")] == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
 
 
@@ -716,6 +699,18 @@ def test_image_installs_pinned_requirements_without_a_cache() -> None:
     assert "--no-cache-dir" in install
     assert "-r /tmp/requirements.txt" in install
     assert all(re.fullmatch(r"[\w\[\].-]+==[\w.]+", line) for line in requirements())
+
+
+def test_image_build_trusts_a_ca_bundle_only_as_a_secret_of_its_pip_step() -> None:
+    (install,) = [run for run in instructions("RUN") if "pip install" in run]
+    assert install.startswith("--mount=type=secret,id=pip-ca,required=false ")
+    assert "PIP_CERT=/run/secrets/pip-ca" in install
+    assert not [run for run in instructions("RUN") if "pip-ca" in run and run != install]
+    assert all("pip-ca" not in line for line in instructions("COPY") + instructions("ENV") + instructions("ARG"))
+
+
+def test_image_recipe_needs_no_frontend_image_from_a_registry() -> None:
+    assert not (REPO / "Dockerfile").read_text().startswith("# syntax="), "the builder's own frontend parses it"
 
 
 def requirements() -> list[str]:

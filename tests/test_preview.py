@@ -178,6 +178,25 @@ def test_a_missing_file_is_a_message_and_exit_2() -> None:
     assert result.stderr.startswith("sharddb-hooks render: cannot read examples/no-such-file.yaml")
 
 
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_claim_templates_status_is_explained_where_it_shows(stage: str) -> None:
+    lines = rendered("examples/sharddb.yaml", stage).splitlines()
+    shown = [n for n, line in enumerate(lines) if line.strip() == "status:" and "phase: Pending" in lines[n + 1]]
+    assert shown, "the StatefulSet's claim template carries the status the API server stores"
+    for n in shown:
+        note = lines[n - 2 : n]
+        assert note[0].strip().startswith("# not a volume's state: the API server stores every claim template")
+        assert note[1].strip().startswith("# so the hooks return it as stored")
+        indent = len(lines[n]) - len(lines[n].lstrip())
+        assert all(len(line) - len(line.lstrip()) == indent for line in note), "the note sits at its level"
+
+
+def test_the_note_leaves_the_children_as_the_hooks_answer_them() -> None:
+    sts = next(d for d in documents(rendered("examples/sharddb.yaml", "new")) if d["kind"] == "StatefulSet")
+    (claim,) = sts["spec"]["volumeClaimTemplates"]
+    assert claim["status"] == {"phase": "Pending"}
+
+
 def test_serving_loads_neither_the_preview_nor_yaml() -> None:
     probe = (
         "import sys\n"

@@ -17,6 +17,8 @@ from hooks import contract, handler
 from testbed.metacontroller import LAST_APPLIED, apply_update, desired_as_sent, difference, needs_update
 from tests.recorded import GROUPS, Exchange, exchanges, stored
 
+pytestmark = pytest.mark.recorded
+
 Obj = dict[str, Any]
 
 SYNCS = ("sync-01", "sync-02", "sync-03", "sync-04", "sync-05", "sync-06")

@@ -6,6 +6,7 @@ are never skipped.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -17,6 +18,7 @@ import pytest
 
 from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
 
+from ..prerequisites import Prerequisite
 from .kube import Kube
 from .loop import Loop
 from .metacontroller_crds import CrdsNotFoundError, resolve
@@ -24,17 +26,30 @@ from .samples import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_NAME = "sharddbs.mygroup.example.com"
-METACONTROLLER_CRDS = ("compositecontrollers", "decoratorcontrollers", "controllerrevisions")
+METACONTROLLER_KINDS = ("compositecontrollers", "decoratorcontrollers", "controllerrevisions")
 _namespaces = itertools.count(1)
+
+# Looked for (and downloaded, if it comes to that) once per run; a miss is explained once.
+METACONTROLLER_CRDS = Prerequisite("Metacontroller's CRDs", resolve, CrdsNotFoundError)
+
+
+@pytest.fixture
+def metacontroller_crds() -> Path:
+    """Metacontroller's CRD file (see ``metacontroller_crds.resolve``), or a failure saying how to provide it."""
+    return METACONTROLLER_CRDS.get()
 
 
 @pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
+def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
     if shutil.which("kubectl") is None:
         pytest.fail("cluster tier: kubectl is required on PATH (kustomize rendering and kubectl checks)", pytrace=False)
     problem = None
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
-        plane = start_plane(build_binaries())
+        # A first build takes minutes: its progress lines go to the terminal, not into pytest's capture.
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            binaries = build_binaries()
+        plane = start_plane(binaries)
     except ControlPlaneError as error:
         problem = str(error)
     if problem is not None:
@@ -91,22 +106,13 @@ def available(kube: Kube, namespace: str) -> Loop:
     return loop
 
 
-def metacontroller_crds_file() -> Path:
-    """The CRD file, or a failure that says the three ways to provide it."""
-    try:
-        return resolve()
-    except CrdsNotFoundError as error:
-        problem = str(error)
-    pytest.fail(problem, pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def with_metacontroller(kube: Kube) -> Kube:
     """The API server with Metacontroller's CRDs installed and Established."""
-    crds = metacontroller_crds_file()
+    crds = METACONTROLLER_CRDS.get()
     result = kube.kubectl("apply", "--server-side", "--field-manager=sharddb-tests", "-f", str(crds))
     assert result.returncode == 0, result.stderr
-    names = [f"crd/{plural}.metacontroller.k8s.io" for plural in METACONTROLLER_CRDS]
+    names = [f"crd/{plural}.metacontroller.k8s.io" for plural in METACONTROLLER_KINDS]
     result = kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
     assert result.returncode == 0, result.stderr
     return kube

@@ -68,14 +68,10 @@ class Mirror:
             self.thread.join(timeout=5)
 
 
-@pytest.fixture(scope="module")
-def release_bytes() -> bytes:
+@pytest.fixture
+def release_bytes(metacontroller_crds: Path) -> bytes:
     """The release file as the cluster tier finds it (CI: shared/ beside the repository)."""
-    try:
-        return resolve().read_bytes()
-    except CrdsNotFoundError as error:
-        problem = str(error)
-    pytest.fail(problem, pytrace=False)
+    return metacontroller_crds.read_bytes()
 
 
 @pytest.fixture

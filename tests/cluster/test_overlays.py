@@ -1,9 +1,10 @@
 """Every kustomize overlay applies to a real API server with strict field validation.
 
-Metacontroller's own CRDs are installed first (found by ``metacontroller_crds``:
-a path, ``shared/`` beside the repository, or the pinned release, verified), so
-the server validates our CompositeController against its real schema. The apply
-is a server-side dry run: admission and validation run in full, nothing is stored.
+Metacontroller's own CRDs are installed first (found once per run by the
+``metacontroller_crds`` fixture: a path, ``shared/`` beside the repository, or the
+pinned release, verified), so the server validates our CompositeController against
+its real schema, unknown fields included. The apply is a server-side dry run:
+admission and validation run in full, nothing is stored.
 """
 
 from __future__ import annotations

@@ -8,15 +8,17 @@ build, fails the session with the reason: these tests are never skipped.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
 from testbed.audit import tally
-from testbed.controlplane import ControlPlaneError
+from testbed.controlplane import ControlPlaneError, build_binaries
 from testbed.node import Behaviour
 from testbed.stack import Stack, StackOptions
 
@@ -37,6 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def start_stack(options: StackOptions) -> Stack:
     """A started stack, or the session fails saying why."""
+    if shutil.which("kubectl") is None:
+        pytest.fail("end-to-end tier: kubectl is required on PATH (kustomize rendering, CRDs)", pytrace=False)
     stack = Stack(options)
     try:
         stack.start()
@@ -46,7 +50,14 @@ def start_stack(options: StackOptions) -> Stack:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    try:
+        # A first build takes many minutes: its progress lines go to the terminal, not into pytest's capture.
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            build_binaries()
+    except ControlPlaneError as error:
+        pytest.fail(f"end-to-end tier: {error}", pytrace=False)
     running = start_stack(StackOptions(resync_seconds=RESYNC_SECONDS, behaviour=Behaviour()))
     try:
         yield running

@@ -1,0 +1,52 @@
+"""A file from outside the repository is looked for once per run, and a miss is explained once."""
+
+from __future__ import annotations
+
+import pytest
+
+from .prerequisites import Prerequisite
+
+
+class MissingError(Exception):
+    pass
+
+
+def test_a_found_file_is_looked_for_once() -> None:
+    calls: list[int] = []
+
+    def find() -> str:
+        calls.append(1)
+        return "found"
+
+    needed = Prerequisite("the file", find, MissingError)
+    assert [needed.get(), needed.get(), needed.get()] == ["found"] * 3
+    assert len(calls) == 1
+
+
+def test_the_first_failure_explains_and_the_rest_point_back_to_it() -> None:
+    calls: list[int] = []
+
+    def find() -> str:
+        calls.append(1)
+        raise MissingError("the file is not at X:\n  put it at X, or set Y")
+
+    needed = Prerequisite("the file", find, MissingError)
+    with pytest.raises(pytest.fail.Exception) as first:
+        needed.get()
+    with pytest.raises(pytest.fail.Exception) as second:
+        needed.get()
+    with pytest.raises(pytest.fail.Exception) as third:
+        needed.get()
+    assert str(first.value) == "the file is not at X:\n  put it at X, or set Y"
+    assert str(second.value) == str(third.value)
+    assert str(second.value) == "missing: the file (how to provide: see this run's first failure about it)"
+    assert "put it at X" not in str(second.value)
+    assert len(calls) == 1, "a miss is not looked for (or downloaded) again"
+
+
+def test_other_errors_are_not_taken_for_a_missing_file() -> None:
+    def find() -> str:
+        raise ValueError("a bug, not a missing file")
+
+    with pytest.raises(ValueError, match="a bug"):
+        Prerequisite("the file", find, MissingError).get()
