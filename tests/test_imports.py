@@ -60,7 +60,7 @@ def test_package_does_not_import_the_tests(package: str) -> None:
         ("from ..world import World", "tests.cluster", ["tests.world"]),
         ("from . import kube", "tests.cluster", ["tests.cluster.kube"]),
         ("from testbed.world import World", "bench", []),
-        ("from .api import Api", "bench.sim", []),
+        ("from .source import Source", "bench", []),
     ],
 )
 def test_the_check_sees_absolute_relative_and_nested_imports(source: str, package: str, expected: list[str]) -> None:
