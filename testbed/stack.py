@@ -236,37 +236,27 @@ class Stack:
         raise ControlPlaneError(f"CRD {crd} not Established after {timeout:.0f}s")
 
     def _start_controller_manager(self) -> None:
-        plane = self.control_plane
-        plane.spawn(
+        self._start_component(
             "kube-controller-manager",
-            [
-                str(plane.bin_dir / "kube-controller-manager"),
-                f"--kubeconfig={plane.kubeconfig_for(CONTROLLER_MANAGER)}",
-                f"--controllers={','.join(CONTROLLERS)}",
-                "--leader-elect=false",
-                "--use-service-account-credentials=false",
-                "--secure-port=0",
-                "--concurrent-statefulset-syncs=10",
-                "--concurrent-deployment-syncs=10",
-                "--concurrent-job-syncs=10",
-                "--kube-api-qps=200",
-                "--kube-api-burst=400",
-                "--v=1",
-            ],
+            CONTROLLER_MANAGER,
+            f"--controllers={','.join(CONTROLLERS)}",
+            "--use-service-account-credentials=false",
+            "--concurrent-statefulset-syncs=10",
+            "--concurrent-deployment-syncs=10",
+            "--concurrent-job-syncs=10",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
         )
 
     def _start_scheduler(self) -> None:
+        self._start_component("kube-scheduler", SCHEDULER)
+
+    def _start_component(self, binary: str, user: str, *flags: str) -> None:
+        """A control-plane component under its own identity, alone (no leader election), serving nothing itself."""
         plane = self.control_plane
-        plane.spawn(
-            "kube-scheduler",
-            [
-                str(plane.bin_dir / "kube-scheduler"),
-                f"--kubeconfig={plane.kubeconfig_for(SCHEDULER)}",
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--v=1",
-            ],
-        )
+        kubeconfig = plane.kubeconfig_for(user)
+        base = [f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0", "--v=1"]
+        plane.spawn(binary, [str(plane.bin_dir / binary), *base, *flags])
 
     # --- hooks ----------------------------------------------------------------
 
