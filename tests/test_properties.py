@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hooks import handler
 
 from . import kube_schema
+from .hook import at
 from .strategies import Observed, Truth, observed_worlds
 
 Obj = dict[str, Any]
@@ -34,7 +35,7 @@ def worlds(count: int) -> settings:
 
 
 def run(request: Obj, finalize: bool, now: str = NOW) -> Obj:
-    return handler.sync(json.dumps(request).encode(), finalize=finalize, now=lambda: now).body
+    return handler.sync(json.dumps(request).encode(), finalize=finalize, now=at(now)).body
 
 
 def desired(body: Obj, kind: str) -> list[Obj]:
@@ -198,8 +199,8 @@ def test_each_guarded_branch_of_the_design_rules_is_reached_often() -> None:
 @given(observed_worlds())
 def test_the_same_request_gets_the_same_bytes(world: Observed) -> None:
     encoded = json.dumps(world.request).encode()
-    first = handler.sync(encoded, finalize=world.finalize, now=lambda: NOW).body
-    second = handler.sync(encoded, finalize=world.finalize, now=lambda: NOW).body
+    first = handler.sync(encoded, finalize=world.finalize, now=at(NOW)).body
+    second = handler.sync(encoded, finalize=world.finalize, now=at(NOW)).body
     assert json.dumps(first, sort_keys=False) == json.dumps(second, sort_keys=False)
 
 
