@@ -18,7 +18,8 @@ from fastapi.responses import Response
 
 from . import __version__, errors, handler, logs, openapi
 from .auth import TokenFile
-from .etags import etag, matches
+from .clock import Clock, system_clock
+from .etags import digest, etag, still_matches
 from .health import Health
 from .metrics import CONTENT_TYPE, Metrics
 from .middleware import BearerAuth, BodyLimit
@@ -31,8 +32,11 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
     return Response(orjson.dumps(body), status_code=status, media_type=JSON, headers=headers)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The hook service as an ASGI app; a fresh one per call, so tests never share state."""
+def create_app(settings: Settings | None = None, clock: Clock = system_clock) -> FastAPI:
+    """The hook service as an ASGI app; a fresh one per call, so tests never share state.
+
+    ``clock`` is read once per hook call; a test passes one it sets.
+    """
     settings = settings or Settings.from_env()
     logger = logs.setup(settings.log_level)
     metrics = Metrics()
@@ -56,22 +60,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.state.health = health
 
-    async def run_hook(request: Request, hook: str, work: Callable[[bytes], handler.Outcome]) -> Response:
+    async def run_hook(request: Request, hook: str, work: Callable[[bytes, Clock], handler.Outcome]) -> Response:
         started = time.perf_counter()
         body = await request.body()
-        tag = etag(request.scope["path"], body)
+        now = clock()
+        request_digest = digest(request.scope["path"], body)
         fields: dict[str, Any] = {"hook": hook}
         try:
-            if matches(request.headers.get("if-none-match"), tag):
+            held = still_matches(request.headers.get("if-none-match"), request_digest, now)
+            if held is not None:
                 outcome_name, status = "not_modified", 304
-                response = Response(status_code=304, headers={"ETag": tag})
+                response = Response(status_code=304, headers={"ETag": held})
             else:
-                outcome = work(body)
+                outcome = work(body, lambda: now)
                 outcome_name, status = "ok", 200
                 fields.update(parent=outcome.parent, phase=outcome.phase, changes=outcome.changes)
                 if outcome.phase:
                     metrics.decisions.labels(outcome.phase).inc()
-                response = _json(outcome.body, headers={"ETag": tag})
+                response = _json(outcome.body, headers={"ETag": etag(request_digest, outcome.fresh_until)})
         except errors.HookError as error:
             outcome_name, status = "client_error", error.status
             fields["error"] = error.message
@@ -91,11 +97,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "/sync", openapi_extra=openapi.request_body("SyncRequest"), summary="Desired children and status for a ShardDB"
     )
     async def sync(request: Request) -> Response:
-        return await run_hook(request, "sync", lambda body: handler.sync(body, finalize=False))
+        return await run_hook(request, "sync", lambda body, now: handler.sync(body, finalize=False, now=now))
 
     @app.post("/finalize", openapi_extra=openapi.request_body("SyncRequest"), summary="Ordered teardown of a ShardDB")
     async def finalize(request: Request) -> Response:
-        return await run_hook(request, "finalize", lambda body: handler.sync(body, finalize=True))
+        return await run_hook(request, "finalize", lambda body, now: handler.sync(body, finalize=True, now=now))
 
     @app.post(
         "/customize",
@@ -103,7 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Related objects to watch for a ShardDB",
     )
     async def customize(request: Request) -> Response:
-        def work(body: bytes) -> handler.Outcome:
+        def work(body: bytes, _: Clock) -> handler.Outcome:
             return handler.Outcome(handler.customize(body), parent="", phase="", changes=[])
 
         return await run_hook(request, "customize", work)

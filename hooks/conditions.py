@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from .contract import Condition
@@ -13,9 +12,9 @@ def stamp(
     states: tuple[ConditionState, ...],
     prior: tuple[Condition, ...],
     generation: int,
-    now: Callable[[], str],
+    now: str,
 ) -> list[dict[str, Any]]:
-    """Conditions in metav1.Condition shape; ``now`` is read only where a status flips."""
+    """Conditions in metav1.Condition shape; ``now`` is written only where a status flips."""
     before = {condition.type: condition for condition in prior}
     out = []
     for state in states:
@@ -24,7 +23,7 @@ def stamp(
         if previous is not None and previous.status == status and previous.last_transition_time:
             since = previous.last_transition_time
         else:
-            since = now()
+            since = now
         out.append(
             {
                 "type": state.type,

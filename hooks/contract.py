@@ -37,6 +37,7 @@ class ObjectMeta(_Lean, frozen=True):
     generation: Int64 = 0
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
+    creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
 
 

@@ -1,33 +1,32 @@
 """One hook call from bytes to answer: parse → observe → decide → render.
 
 No HTTP here, so tests and benchmarks can drive the whole path directly; the
-clock is passed in and read only if a condition changes status.
+clock is passed in and read once per call: a condition whose status changes is
+stamped with that reading, and a pod's grace is held against it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from . import kinds, names, render
 from .changes import changes
+from .clock import Clock, rfc3339, system_clock
 from .conditions import stamp
 from .contract import Parent, decode_customize, decode_sync, observed_children
 from .errors import from_validation
 from .lifecycle import Decision, decide
 from .snapshot import Snapshot, observe
-from .spec import ShardDBSpec
+from .spec import MAX_POD_START_GRACE_SECONDS, ShardDBSpec
 
 FINALIZE_RESYNC_SECONDS = 5.0
-
-
-def utc_now() -> str:
-    """RFC 3339 to the second, the precision metav1.Time keeps."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+# A grace runs out at a whole second; the resync comes at it or just after, never sooner than this.
+MIN_RECHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -38,6 +37,8 @@ class Outcome:
     parent: str
     phase: str
     changes: list[str]
+    # The answer holds for this request until then (a pod's grace runs out); None: for good.
+    fresh_until: datetime | None = None
 
 
 def _spec(parent: Parent) -> ShardDBSpec:
@@ -47,45 +48,51 @@ def _spec(parent: Parent) -> ShardDBSpec:
         raise from_validation(error, "parent.spec") from None
 
 
-def sync(body: bytes, *, finalize: bool, now: Callable[[], str] = utc_now) -> Outcome:
-    """Answer a sync (or, with ``finalize``, a finalize) request."""
+def sync(body: bytes, *, finalize: bool, now: Clock = system_clock) -> Outcome:
+    """Answer a sync (or, with ``finalize``, a finalize) request at one reading of ``now``."""
+    moment = now()
     request = decode_sync(body)
     spec = _spec(request.parent)
-    snap = observe(request, spec)
+    snap = observe(request, spec, moment)
     if finalize and not snap.finalizing:
         snap = replace(snap, finalizing=True)
     decision = decide(snap)
     children = render.frozen(observed_children(body)) if decision.frozen else render.children(snap, decision)
-    reply = answer(snap, decision, children, now, finalize=finalize)
+    reply = answer(snap, decision, children, moment, finalize=finalize)
     return Outcome(
         body=reply,
         parent=f"{snap.namespace}/{snap.name}",
         phase=decision.phase.value,
         changes=changes(snap.observed, reply["children"], decision.finalized),
+        fresh_until=decision.recheck_at,
     )
 
 
 def answer(
-    snap: Snapshot, decision: Decision, children: list[dict[str, Any]], now: Callable[[], str], *, finalize: bool
+    snap: Snapshot, decision: Decision, children: list[dict[str, Any]], now: datetime, *, finalize: bool
 ) -> dict[str, Any]:
-    """The response body for a decision and its children; ``now`` is called at most once."""
-    clock: list[str] = []
-
-    def lazy_now() -> str:
-        if not clock:
-            clock.append(now())
-        return clock[0]
-
-    conditions = stamp(decision.conditions, snap.prior_conditions, snap.generation, lazy_now)
+    """The response body for a decision and its children, at the clock reading ``now``."""
+    conditions = stamp(decision.conditions, snap.prior_conditions, snap.generation, rfc3339(now))
     body: dict[str, Any] = {
         "status": render.status(decision, conditions),
         "children": children,
     }
     if snap.finalizing and not decision.finalized:
         body["resyncAfterSeconds"] = FINALIZE_RESYNC_SECONDS
+    elif decision.recheck_at is not None:
+        body["resyncAfterSeconds"] = recheck_after(decision.recheck_at, now)
     if finalize:
         body["finalized"] = decision.finalized
     return body
+
+
+def recheck_after(recheck_at: datetime, now: datetime) -> float:
+    """Whole seconds until ``recheck_at`` (a stuck pod may send no event then), at least one.
+
+    Never more than the longest grace: a pod timestamp far in the future asks again within it.
+    """
+    seconds = math.ceil((recheck_at - now).total_seconds())
+    return float(min(max(seconds, MIN_RECHECK_SECONDS), MAX_POD_START_GRACE_SECONDS))
 
 
 def customize(body: bytes) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The ShardDB lifecycle: which children exist, at what size, and why.
 
-Pure functions over a ``Snapshot``; no I/O and no clock. Gates, in order:
+Pure functions over a ``Snapshot``; no I/O, and the clock only as the reading the
+snapshot carries (held against the pods' own timestamps). Gates, in order:
 provision shards → seed once all are ready → wait until all are registered in
 discovery → start the cache. Deletion and hibernation run the same idea
 backwards; a rollout moves the shards first and the cache after them.
@@ -9,12 +10,13 @@ backwards; a rollout moves the shards first and the cache after them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from . import names, pods, quantity
+from . import grace, names, pods, quantity
 from .applied import contains
-from .snapshot import Snapshot
+from .snapshot import Snapshot, StuckPod
 
 
 class Phase(StrEnum):
@@ -72,6 +74,8 @@ class Decision:
     updated_shards: int = 0
     update_revision: str = ""
     cache_updated_replicas: int = 0
+    # When a pod's grace runs out and the answer changes with no event: ask to be called again then.
+    recheck_at: datetime | None = None
 
 
 def decide(snap: Snapshot) -> Decision:
@@ -181,8 +185,10 @@ def _sync(snap: Snapshot) -> Decision:
     db_template = pods.db_template(snap.name, spec)
     cache_template = pods.cache_template(snap.name, spec) if (cache is not None or gates_open) else {}
     rollout = _rollout(snap, shards, ready, all_registered, db_template, cache_template)
+    # A pod that waits a moment (for a node, a Secret) is progress until its grace runs out.
+    troubles = grace.triage(snap.stuck_pods, snap.now, spec.pod_start_grace_seconds)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
-    tolerated = 1 if rollout.shards_rolling and not _stuck(snap, names.DB) else 0
+    tolerated = 1 if rollout.shards_rolling and not _stuck(troubles.failing, names.DB) else 0
 
     cache_replicas = spec.cache.replicas if (cache is not None or gates_open) else None
     cache_ready_replicas = cache.ready if cache else 0
@@ -210,8 +216,8 @@ def _sync(snap: Snapshot) -> Decision:
     size, storage_class = _storage(snap)
     policy, claim_templates = _immutable(snap)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
-    problems = _problems(snap, shards, seed_failed, size, storage_class, serving_ok)
-    progressing = _progressing(snap, phase, shards, ready, registered, seed_failed, rollout)
+    problems = _problems(snap, troubles.failing, shards, seed_failed, size, storage_class, serving_ok)
+    progressing = _waiting(_progressing(snap, phase, shards, ready, registered, seed_failed, rollout), troubles.waiting)
 
     conditions = (
         ConditionState(
@@ -251,6 +257,7 @@ def _sync(snap: Snapshot) -> Decision:
         updated_shards=sts.rollout.updated if sts else 0,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
+        recheck_at=troubles.recheck_at,
     )
 
 
@@ -286,8 +293,26 @@ def _rollout(
     return _Rollout(shards_rolling, cache_rolling, cache_held, 0 if db_pending else sts.rollout.updated)
 
 
-def _stuck(snap: Snapshot, component: str) -> bool:
-    return any(pod.component == component for pod in snap.stuck_pods)
+COMPLETE = "Complete"  # Progressing's reason once everything asked for runs
+
+
+def _stuck(failing: tuple[StuckPod, ...], component: str) -> bool:
+    return any(pod.component == component for pod in failing)
+
+
+def _waiting(progressing: ConditionState, waiting: tuple[StuckPod, ...]) -> ConditionState:
+    """Pods within their grace keep the ShardDB progressing, and the message says what they wait for.
+
+    A stop that needs a person (a failed seed) stays a stop.
+    """
+    if not waiting:
+        return progressing
+    message = grace.waiting_message(waiting)
+    if progressing.status:
+        return replace(progressing, message=_capped(f"{progressing.message}; {message}"))
+    if progressing.reason == COMPLETE:
+        return ConditionState("Progressing", True, "PodsStarting", _capped(message))
+    return progressing
 
 
 def _progressing(
@@ -310,11 +335,12 @@ def _progressing(
     if rollout.cache_rolling and snap.cache is not None:
         message = f"cache {snap.cache.rollout.updated}/{snap.spec.cache.replicas} replicas updated"
         return ConditionState("Progressing", True, "RollingUpdate", message)
-    return ConditionState("Progressing", False, "Complete", f"{shards} shards seeded, registered and cached")
+    return ConditionState("Progressing", False, COMPLETE, f"{shards} shards seeded, registered and cached")
 
 
 def _problems(
     snap: Snapshot,
+    failing_pods: tuple[StuckPod, ...],
     shards: int,
     seed_failed: bool,
     size: str,
@@ -324,7 +350,7 @@ def _problems(
     """Reasons the ShardDB is worse than asked for, most pressing first."""
     spec = snap.spec
     problems: list[tuple[str, str]] = []
-    failing = _failing_pods(snap)
+    failing = _failing_pods(failing_pods)
     if names.DB in failing:
         problems.append(("ShardPodsFailing", f"shard pods cannot start: {failing[names.DB]}"))
     if seed_failed:
@@ -364,10 +390,10 @@ def _capped(message: str) -> str:
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
 
 
-def _failing_pods(snap: Snapshot) -> dict[str, str]:
+def _failing_pods(failing: tuple[StuckPod, ...]) -> dict[str, str]:
     """Per component, the pods that cannot start and why, most pressing first (snapshot order)."""
     listed: dict[str, list[str]] = {}
-    for pod in snap.stuck_pods:
+    for pod in failing:
         listed.setdefault(pod.component, []).append(
             f"{pod.name}: {pod.reason}" + (f" ({pod.detail})" if pod.detail else "")
         )

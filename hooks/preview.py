@@ -16,7 +16,7 @@ import copy
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from . import handler, kinds, names
+from .clock import Clock, rfc3339, system_clock
 from .errors import HookError
 
 Obj = dict[str, Any]
@@ -54,7 +55,7 @@ class Preview:
 class _World:
     """What Metacontroller would send for one ShardDB: the parent, its children as stored, pods, endpoints."""
 
-    def __init__(self, parent: Obj, now: Callable[[], str]) -> None:
+    def __init__(self, parent: Obj, now: Clock) -> None:
         self.parent = parent
         self.now = now
         self.children: dict[str, dict[str, Obj]] = {}
@@ -184,10 +185,10 @@ class _World:
     def delete(self) -> None:
         """``kubectl delete``: Metacontroller calls the finalize hook from now on."""
         self.finalizing = True
-        self.parent["metadata"]["deletionTimestamp"] = self.now()
+        self.parent["metadata"]["deletionTimestamp"] = rfc3339(self.now())
 
 
-def preview(manifest: Obj, stage: str = DEFAULT_STAGE, now: Callable[[], str] = handler.utc_now) -> Preview:
+def preview(manifest: Obj, stage: str = DEFAULT_STAGE, now: Clock = system_clock) -> Preview:
     """The hooks' answer for one ShardDB manifest at ``stage``; ``HookError`` if they refuse it."""
     if stage not in STAGES:
         raise ValueError(f"stage {stage!r} is not one of {', '.join(STAGES)}")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from . import applied, contract, kinds, names
+from . import applied, clock, contract, kinds, names
 from .contract import Children, Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
 from .spec import MAX_SHARDS, ShardDBSpec
 
@@ -86,6 +87,8 @@ class StuckPod:
 
     ``detail`` holds only facts that stay put while nothing changes (the image, the exit
     code, the missing Secret), never the kubelet's back-off timer, so status stays still.
+    ``since`` is when the pod was placed or found no place (its ``PodScheduled`` condition's
+    last transition), else when it was created: where a passing trouble's grace is timed from.
     """
 
     name: str
@@ -93,6 +96,7 @@ class StuckPod:
     reason: str
     detail: str
     ordinal: int = -1  # a shard pod's ordinal, so db-10 sorts after db-9; -1 for other pods
+    since: datetime | None = None  # None (no readable time): no grace, it counts at once
 
     def sort_key(self) -> tuple[int, int, str]:
         """Furthest from running first, then shards by ordinal."""
@@ -129,13 +133,18 @@ class Snapshot:
     stuck_pods: tuple[StuckPod, ...] = ()
     # Every observed child by (kind, name), with its replicas where it has some: what an answer changes.
     observed: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
+    # When the request is answered, read once at the edge; None (no clock) gives no pod a grace.
+    now: datetime | None = None
 
     def seed_job(self, shards: int) -> SeedJobView | None:
         return next((job for job in self.seed_jobs if job.shards == shards), None)
 
 
-def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
-    """Build the snapshot; ``spec`` is validated separately so its errors name ``parent.spec``."""
+def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None) -> Snapshot:
+    """Build the snapshot; ``spec`` is validated separately so its errors name ``parent.spec``.
+
+    ``now`` is only carried, for the lifecycle to hold against the pods' own timestamps.
+    """
     parent = request.parent
     name = parent.metadata.name
     children = request.children
@@ -223,6 +232,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec) -> Snapshot:
         shard_pods=shard_pods,
         stuck_pods=tuple(sorted(stuck, key=StuckPod.sort_key)),
         observed=observed,
+        now=now,
     )
 
 
@@ -286,15 +296,17 @@ def _stuck(pod: Pod, ordinal: int | None) -> StuckPod | None:
     """Why ``pod`` cannot start, if it cannot; a pod still pulling or starting is not stuck."""
     component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
     at = -1 if ordinal is None else ordinal
-    found = [
-        StuckPod(pod.metadata.name, component, "Unschedulable", _short(condition.message), at)
-        for condition in pod.status.conditions
-        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable"
-    ]
+    scheduled = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+    since = clock.parse(scheduled.last_transition_time if scheduled else None) or clock.parse(
+        pod.metadata.creation_timestamp
+    )
+    found = []
+    if scheduled is not None and scheduled.status == "False" and scheduled.reason == "Unschedulable":
+        found.append(StuckPod(pod.metadata.name, component, "Unschedulable", _short(scheduled.message), at, since))
     for status in (*pod.status.init_container_statuses, *pod.status.container_statuses):
         reason, detail = _container_problem(status)
         if reason:
-            found.append(StuckPod(pod.metadata.name, component, reason, detail, at))
+            found.append(StuckPod(pod.metadata.name, component, reason, detail, at, since))
     return min(found, key=StuckPod.sort_key, default=None)
 
 

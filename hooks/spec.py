@@ -48,6 +48,8 @@ DEFAULT_DRAIN_GRACE_SECONDS = 60
 DEFAULT_FLUSH_GRACE_SECONDS = 30
 DEFAULT_SEED_TIMEOUT_SECONDS = 3600
 MAX_SEED_TIMEOUT_SECONDS = 7 * 86400
+DEFAULT_POD_START_GRACE_SECONDS = 120
+MAX_POD_START_GRACE_SECONDS = 3600
 DEFAULT_DB_PORT = names.DB_PORT
 DEFAULT_CACHE_PORT = 6379
 DEFAULT_DATA_PATH = "/var/lib/postgresql/data"
@@ -298,14 +300,18 @@ class ShardDBSpec(_Spec):
     drain_grace_period_seconds: Annotated[int, Field(ge=1, le=MAX_GRACE_SECONDS)] = Field(
         default=DEFAULT_DRAIN_GRACE_SECONDS, alias="drainGracePeriodSeconds"
     )
+    # How long a pod's passing trouble (no node yet, a Secret on its way) is progress, not damage.
+    pod_start_grace_seconds: Annotated[int, Field(ge=0, le=MAX_POD_START_GRACE_SECONDS)] = Field(
+        default=DEFAULT_POD_START_GRACE_SECONDS, alias="podStartGraceSeconds"
+    )
     # Freeze every child as it is (deletion still tears down in order).
     paused: bool = False
     # Run the teardown order but keep the ShardDB, its volumes and its seed memory.
     hibernated: bool = False
 
-    _integral = field_validator("shards", "drain_grace_period_seconds", "seed_timeout_seconds", mode="before")(
-        _integral
-    )
+    _integral = field_validator(
+        "shards", "drain_grace_period_seconds", "seed_timeout_seconds", "pod_start_grace_seconds", mode="before"
+    )(_integral)
 
     @property
     def seed(self) -> list[str]:

@@ -67,11 +67,21 @@ FAILURES = (
 )
 
 
-def failed_status(failure: str, container: str, image: str) -> Obj:
-    """A pod status that cannot get better on its own: ``failure`` is one of ``FAILURES``."""
+def failed_status(failure: str, container: str, image: str, since: str = CREATED) -> Obj:
+    """A pod status that is not getting better: ``failure`` is one of ``FAILURES``.
+
+    ``since`` is when the scheduler placed the pod, or found no place for it (the ``PodScheduled``
+    condition's last transition): a trouble that can pass by itself counts from then.
+    """
     if failure == "Unschedulable":
         message = "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available."
-        scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        scheduled = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastTransitionTime": since,
+        }
         return {"phase": "Pending", "conditions": [scheduled]}
     crashed = {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": CREATED, "finishedAt": CREATED}}
     if failure == "crashed, running again, not ready":
@@ -95,7 +105,10 @@ def failed_status(failure: str, container: str, image: str) -> Obj:
     }
     return {
         "phase": "Running" if restarts else "Pending",
-        "conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}],
+        "conditions": [
+            {"type": "Ready", "status": "False"},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": since},
+        ],
         "containerStatuses": [status],
     }
 
@@ -501,11 +514,16 @@ class World:
     def _pods_of(self, component: str) -> list[str]:
         return [n for n, p in self.pods.items() if p["metadata"]["labels"]["app.kubernetes.io/component"] == component]
 
-    def fail_pod(self, name: str, failure: str) -> None:
-        """The pod ``name`` cannot start, as the kubelet or scheduler reports it (one of ``FAILURES``)."""
+    def fail_pod(self, name: str, failure: str, since: str | None = None) -> None:
+        """The pod ``name`` cannot start, as the kubelet or scheduler reports it (one of ``FAILURES``).
+
+        With ``since`` the pod is new: created then, and placed (or found no place) then.
+        """
         pod = self.pods[name]
         container = pod["spec"]["containers"][0]
-        pod["status"] = failed_status(failure, container["name"], container["image"])
+        if since is not None:
+            pod["metadata"]["creationTimestamp"] = since
+        pod["status"] = failed_status(failure, container["name"], container["image"], since or CREATED)
         pod["metadata"]["resourceVersion"] = self._next_rv()
 
     def run_seed_pod(self, shards: int, failure: str | None = None) -> str:

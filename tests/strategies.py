@@ -16,11 +16,15 @@ free-form.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from hypothesis import strategies as st
 
+from hooks.clock import rfc3339
 from testbed.world import CREATED, FAILURES, failed_status, sharddb
+
+from .hook import moment
 
 Obj = dict[str, Any]
 
@@ -34,6 +38,12 @@ SHARD_COUNTS = st.sampled_from([1, 2, 3, 4, 5, 6, 1024])
 SEED_NOTE_JUNK = st.sampled_from(["", "x", "-2", "1e3"])
 
 GATES = ("ready", "seeded", "registered")  # what the cache waits for, in the lifecycle's order
+
+# The clock reading every generated world is answered at: two hours after its objects were created.
+NOW = "2026-01-01T02:00:00Z"
+DEFAULT_GRACE = 120
+# Troubles that may pass by themselves (README's troubleshooting table): they wait for the grace.
+PASSING = frozenset({"Unschedulable", "CreateContainerConfigError"})
 MEMORIES = ("status", "annotation", "job")  # where a finished seed is remembered
 
 
@@ -79,6 +89,12 @@ class Truth:
     jobs: set[int] = field(default_factory=set)  # shard counts of observed seed Jobs
     # Pods (live, not Terminating) that cannot start, by component: db, cache, seed.
     failing: dict[str, set[str]] = field(default_factory=dict)
+    # Pods (live, not Terminating) whose passing trouble is within its grace, by component: seconds left.
+    waiting: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def grace_left(self) -> int | None:
+        """Seconds until the first waiting pod counts; None when none waits."""
+        return min((left for pods in self.waiting.values() for left in pods.values()), default=None)
 
 
 @dataclass
@@ -147,6 +163,8 @@ def specs(draw: st.DrawFn) -> Obj:
         spec["drainCommand"] = ["sh", "-c", "echo drain"]
     if draw(st.booleans()):
         spec["drainGracePeriodSeconds"] = draw(st.integers(1, 86400))
+    if draw(st.booleans()):
+        spec["podStartGraceSeconds"] = draw(st.sampled_from([0, 1, 5, DEFAULT_GRACE, 3600]))
     return spec
 
 
@@ -227,19 +245,49 @@ def _pod(
     terminating: bool,
     instance: str,
     failure: str | None = None,
+    since: Since | None = None,
 ) -> Obj:
     extra = {"deletionTimestamp": "2026-01-02T00:00:10Z"} if terminating else {}
     labels = {**_labels(name, component), "app.kubernetes.io/instance": instance}
-    status = {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]}
+    status: Obj = {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]}
+    meta = _meta(world, pod, labels, **extra)
     if failure is not None:
-        status = {**failed_status(failure, component, "registry.invalid/nope:1"), "phase": phase}
+        when = since or Since("scheduled", 0)
+        at = rfc3339(moment(NOW) - timedelta(seconds=when.age))
+        status = {**failed_status(failure, component, "registry.invalid/nope:1", at), "phase": phase}
+        if when.source != "scheduled":  # no PodScheduled time: the creation time, readable or not, is all
+            for condition in status["conditions"]:
+                condition.pop("lastTransitionTime", None)
+            meta["creationTimestamp"] = at if when.source == "created" else "yesterday"
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _meta(world, pod, labels, **extra),
+        "metadata": meta,
         "spec": {"containers": [{"name": component, "image": "img"}]},
         "status": status,
     }
+
+
+@dataclass(frozen=True)
+class Since:
+    """Where a pod's trouble is timed from, and how many seconds before ``NOW`` it began."""
+
+    source: str  # "scheduled" (PodScheduled's last transition), "created" (creationTimestamp), "unreadable"
+    age: int  # negative: a node's clock ahead of ours
+
+    def left(self, failure: str, grace: int) -> int | None:
+        """Seconds of grace left at ``NOW``; None when the trouble counts already."""
+        if failure not in PASSING or self.source == "unreadable" or grace == 0 or self.age >= grace:
+            return None
+        return grace - self.age
+
+
+@st.composite
+def sinces(draw: st.DrawFn, grace: int) -> Since:
+    """Stuck for long, at the edges of the grace (just placed, a second either side of it), or within it."""
+    edges = st.sampled_from([0, 1, grace - 1, grace, grace + 1, -5])
+    age = draw(st.one_of(st.just(7200), edges, st.integers(0, grace + 1)))
+    return Since(draw(st.sampled_from(["scheduled", "scheduled", "scheduled", "created", "unreadable"])), age)
 
 
 def _endpoint(ordinal: int, pod: str, ready: bool | None) -> Obj:
@@ -447,20 +495,27 @@ def observed_worlds(draw: st.DrawFn) -> Observed:
         slices.append(_slice(world, f"{name}-other", "zzzzz", stranger))
 
     pods: list[Obj] = []
+    grace = spec.get("podStartGraceSeconds", DEFAULT_GRACE)
     components = (("db", f"{name}-db-"), ("cache", f"{name}-cache-7c9f-"), ("seed", f"{name}-seed-3-x7k2"))
     for component, prefix in components:
-        counts = st.integers(0, 1) if component == "seed" else POD_COUNTS
+        counts = st.integers(0, 2) if component == "seed" else POD_COUNTS
         for index in range(draw(counts)):
             phase = draw(st.sampled_from(["Running", "Running", "Pending", "Succeeded", "Failed"]))
             terminating = draw(st.booleans())
-            # A pod that cannot start: about one in three.
-            failure = draw(st.sampled_from(FAILURES)) if draw(st.integers(0, 2)) == 0 else None
+            # A pod that cannot start: about two in three, half of them with a trouble that may pass by itself.
+            troubles = st.one_of(st.sampled_from(FAILURES), st.sampled_from(sorted(PASSING)))
+            failure = draw(troubles) if draw(st.integers(0, 2)) > 0 else None
+            since = draw(sinces(grace)) if failure is not None else None
             pod = f"{prefix}{index}"
-            pods.append(_pod(world, name, pod, component, phase, terminating, name, failure))
+            pods.append(_pod(world, name, pod, component, phase, terminating, name, failure, since))
             if phase in ("Succeeded", "Failed"):
                 continue
-            if failure is not None and not terminating:
-                truth.failing.setdefault(component, set()).add(pod)
+            if failure is not None and since is not None and not terminating:
+                left = since.left(failure, grace)
+                if left is None:
+                    truth.failing.setdefault(component, set()).add(pod)
+                else:
+                    truth.waiting.setdefault(component, {})[pod] = left
             if component == "db":
                 truth.shard_pods += 1
             elif component == "cache":

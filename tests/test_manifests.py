@@ -32,6 +32,8 @@ from hooks.settings import Settings
 from hooks.spec import ShardDBSpec
 from testbed.world import World
 
+from .hook import at
+
 Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -566,7 +568,7 @@ def statuses_through_a_lifetime() -> Iterator[Obj]:
 
     def step(finalize: bool = False) -> Obj:
         body = json.dumps(world.request()).encode()
-        answer = handler.sync(body, finalize=finalize, now=lambda: "2026-01-01T00:00:00Z").body
+        answer = handler.sync(body, finalize=finalize, now=at("2026-01-01T00:00:00Z")).body
         world.apply(answer)
         status: Obj = world.parent["status"]  # as stored, with Metacontroller's observedGeneration
         return status
@@ -652,6 +654,7 @@ def test_demo_sample_explains_every_optional_field() -> None:
         "seedCommand",
         "drainCommand",
         "drainGracePeriodSeconds",
+        "podStartGraceSeconds",
     ]
     for field in optional:
         line = next(n for n, row in enumerate(text.splitlines()) if re.match(rf"\s*#?\s*{field}:", row))

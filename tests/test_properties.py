@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
 from hooks import handler
+from hooks.clock import rfc3339
 
 from . import kube_schema
-from .strategies import Observed, Truth, observed_worlds
+from .hook import at, moment
+from .strategies import NOW, Observed, Truth, observed_worlds
 
 Obj = dict[str, Any]
-NOW = "2026-01-01T00:00:00Z"
 LATER = "2031-07-07T07:07:07Z"
+LONGEST_GRACE = 3600
 
 
 def worlds(count: int) -> settings:
@@ -34,7 +38,7 @@ def worlds(count: int) -> settings:
 
 
 def run(request: Obj, finalize: bool, now: str = NOW) -> Obj:
-    return handler.sync(json.dumps(request).encode(), finalize=finalize, now=lambda: now).body
+    return handler.sync(json.dumps(request).encode(), finalize=finalize, now=at(now)).body
 
 
 def desired(body: Obj, kind: str) -> list[Obj]:
@@ -74,7 +78,9 @@ FAILING = {
     "cache": ("sync: a cache pod cannot start", "CachePodsFailing", "cache pods cannot start: "),
     "seed": ("sync: a seed pod cannot start", "SeedPodsFailing", "seed pods cannot start: "),
 }
+WAITING = "sync: a pod waits within its grace"
 BRANCHES = (CACHE_STARTS, *HELD_BY.values(), CACHE_KEPT, NEW_SEED, *(label for label, _, _ in FAILING.values()))
+BRANCHES += (WAITING,)
 BRANCHES += (TEARDOWN_KEEPS_CACHE, CACHE_PODS_HOLD_SHARDS, PODS_BLOCK_FINALIZE, FINALIZED)
 # Each branch in at least 3% of the worlds (75 of 2500): 75 chances for its rule to break. The
 # fixed CI examples reach the rarest about twice that; a free run rarely falls below 110.
@@ -172,6 +178,8 @@ def test_every_generated_world_obeys_the_design_rules(world: Observed) -> None:
                 assert lead not in degraded["message"], degraded
         if not truth.failing:
             assert "PodsFailing" not in degraded["reason"]
+        # A pod within its grace is progress: never named in Degraded, said in Progressing, asked about again.
+        _check_waiting(truth, body, degraded)
         # Never before its gates: every shard ready, seeded, and registered in discovery.
         if cache is not None and not truth.cache_observed:
             assert truth.sts_replicas is not None
@@ -179,6 +187,21 @@ def test_every_generated_world_obeys_the_design_rules(world: Observed) -> None:
             assert truth.seeded >= replicas
             assert set(range(replicas)) <= truth.registered
             assert cache["spec"]["replicas"] == truth.cache_replicas
+
+
+def _check_waiting(truth: Truth, body: Obj, degraded: Obj) -> None:
+    waiting = {pod for pods in truth.waiting.values() for pod in pods}
+    assert not any(f"{pod}: " in degraded["message"] for pod in waiting), degraded
+    left = truth.grace_left()
+    if left is None:
+        assert "resyncAfterSeconds" not in body
+        return
+    reach(WAITING)
+    assert body["resyncAfterSeconds"] == min(max(left, 1), LONGEST_GRACE)
+    progressing = next(c for c in body["status"]["conditions"] if c["type"] == "Progressing")
+    if progressing["reason"] != "SeedFailed":  # a failed seed is a stop until a person acts
+        assert progressing["status"] == "True", progressing
+        assert any(f" {pod}" in progressing["message"] for pod in waiting), progressing
 
 
 def test_each_guarded_branch_of_the_design_rules_is_reached_often() -> None:
@@ -198,18 +221,53 @@ def test_each_guarded_branch_of_the_design_rules_is_reached_often() -> None:
 @given(observed_worlds())
 def test_the_same_request_gets_the_same_bytes(world: Observed) -> None:
     encoded = json.dumps(world.request).encode()
-    first = handler.sync(encoded, finalize=world.finalize, now=lambda: NOW).body
-    second = handler.sync(encoded, finalize=world.finalize, now=lambda: NOW).body
+    first = handler.sync(encoded, finalize=world.finalize, now=at(NOW)).body
+    second = handler.sync(encoded, finalize=world.finalize, now=at(NOW)).body
     assert json.dumps(first, sort_keys=False) == json.dumps(second, sort_keys=False)
+
+
+def _fed_back(world: Observed, body: Obj) -> Obj:
+    """The same request with the answer's status stored, as Metacontroller writes it."""
+    again = copy.deepcopy(world.request)
+    again["parent"]["status"] = {**body["status"], "observedGeneration": again["parent"]["metadata"]["generation"]}
+    return again
+
+
+def _seconds_after_now(seconds: float) -> str:
+    return rfc3339(moment(NOW) + timedelta(seconds=seconds))
 
 
 @worlds(1200)
 @given(observed_worlds())
-def test_the_status_is_a_fixed_point_and_the_clock_is_not_read_again(world: Observed) -> None:
+def test_the_status_is_a_fixed_point_until_a_grace_runs_out(world: Observed) -> None:
+    """Fed its own status, the hook says the same at once, and later while every grace still runs."""
     body = run(world.request, world.finalize)
-    again = copy.deepcopy(world.request)
-    again["parent"]["status"] = {**body["status"], "observedGeneration": again["parent"]["metadata"]["generation"]}
-    assert run(again, world.finalize, now=LATER)["status"] == body["status"]
+    again = _fed_back(world, body)
+    assert run(again, world.finalize)["status"] == body["status"]
+    left = None if world.truth.finalizing else world.truth.grace_left()
+    later = LATER if left is None else _seconds_after_now(left - 1)
+    assert run(again, world.finalize, now=later)["status"] == body["status"]
+
+
+@worlds(800)
+@given(observed_worlds())
+def test_when_a_grace_runs_out_the_pod_counts_and_only_flipped_conditions_move(world: Observed) -> None:
+    truth = world.truth
+    body = run(world.request, world.finalize)
+    if truth.finalizing or "resyncAfterSeconds" not in body:
+        return  # nothing waits: the rule above holds it
+    recheck = _seconds_after_now(body["resyncAfterSeconds"])
+    after = run(_fed_back(world, body), world.finalize, now=recheck)
+    before_by_type = {c["type"]: c for c in body["status"]["conditions"]}
+    for condition in after["status"]["conditions"]:
+        earlier = before_by_type[condition["type"]]
+        flipped = condition["status"] != earlier["status"]
+        assert condition["lastTransitionTime"] == (recheck if flipped else earlier["lastTransitionTime"])
+    degraded = next(c for c in after["status"]["conditions"] if c["type"] == "Degraded")
+    for component, pods in truth.waiting.items():
+        if any(left <= math.ceil(body["resyncAfterSeconds"]) for left in pods.values()):
+            assert degraded["status"] == "True"
+            assert FAILING[component][2] in degraded["message"], (component, degraded)
 
 
 @worlds(800)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.etags import code_fingerprint
+from hooks.etags import code_fingerprint, digest
 from hooks.logs import LOGGER_NAME, JSONFormatter
 from testbed.world import World, sharddb
 
@@ -69,6 +69,25 @@ def test_stale_if_none_match_gets_a_full_answer(http: httpx.Client) -> None:
     response = http.post("/sync", content=request_body(), headers={"If-None-Match": '"stale"'})
     assert response.status_code == 200
     assert response.json()["children"]
+
+
+def test_a_wildcard_if_none_match_gets_a_full_answer(http: httpx.Client) -> None:
+    """Only a tag of ours says which answer the client holds, and whether it still holds."""
+    response = http.post("/sync", content=request_body(), headers={"If-None-Match": "*"})
+    assert response.status_code == 200
+
+
+def test_a_weak_tag_among_others_still_matches(http: httpx.Client) -> None:
+    body = request_body()
+    tag = http.post("/sync", content=body).headers["etag"]
+    response = http.post("/sync", content=body, headers={"If-None-Match": f'"other", W/{tag}'})
+    assert response.status_code == 304
+
+
+def test_a_tag_of_this_request_with_an_unreadable_time_gets_a_full_answer(http: httpx.Client) -> None:
+    body = request_body()
+    response = http.post("/sync", content=body, headers={"If-None-Match": f'"{digest("/sync", body)}-soon"'})
+    assert response.status_code == 200
 
 
 def test_metrics_count_calls_by_hook_and_outcome(asgi: TestClient) -> None:

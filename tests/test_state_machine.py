@@ -1,30 +1,38 @@
 """Random event orders against the stand-in cluster: the ShardDB always ends Available or finalized.
 
 Hypothesis interleaves hook rounds with cluster events (shards flapping, seed
-Jobs failing or vanishing, pods terminating, registration lagging, spec edits,
-stale parent status, deletion at any moment). Every answer is checked against
-the rules as it is applied; at the end a fair scheduler lets every controller
-do its job and the ShardDB must converge.
+Jobs failing or vanishing, pods terminating or stuck, registration lagging, spec
+edits, stale parent status, deletion at any moment) and time passing. Every
+answer is checked against the rules as it is applied; at the end a fair
+scheduler lets every controller do its job and the ShardDB must converge.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import math
+from datetime import datetime
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from testbed.world import GROUP_KEYS, Obj, World, sharddb
+from hooks import handler
+from hooks.clock import rfc3339
+from testbed.world import FAILURES, GROUP_KEYS, Obj, World, sharddb
 
-from .hook import direct
+from .hook import ManualClock
 
 pytestmark = pytest.mark.slow
 
 MAX_SHARDS = 6
 CONVERGENCE_ROUNDS = 40
+# Troubles that may pass by themselves (README's troubleshooting table): they wait for the grace.
+PASSING = frozenset({"Unschedulable", "CreateContainerConfigError"})
+LEADS = {"db": "shard pods cannot start: ", "cache": "cache pods cannot start: "}
 
 
 class ShardDBLifecycle(RuleBasedStateMachine):
@@ -38,17 +46,28 @@ class ShardDBLifecycle(RuleBasedStateMachine):
         self.statuses: list[Obj] = []  # every status written, for stale reads
         self.rounds = 0
         self.delete_after = 0
+        self.clock = ManualClock()
+        self.grace = 0
+        # Pods made stuck, by name: the trouble, since when, and the resourceVersion that says it still holds.
+        self.troubles: dict[str, tuple[str, datetime, str]] = {}
 
     @initialize(
         shards=st.integers(1, 4),
         cache_replicas=st.integers(0, 3),
         hook_version=st.sampled_from(["v1", "v2"]),
         delete_after=st.integers(0, 12),
+        grace=st.sampled_from([0, 5, 120, 120]),
     )
-    def create(self, shards: int, cache_replicas: int, hook_version: str, delete_after: int) -> None:
+    def create(self, shards: int, cache_replicas: int, hook_version: str, delete_after: int, grace: int) -> None:
         self.delete_after = delete_after  # hook rounds before deletion may arrive: early, mid-seed, or late
-        parent = sharddb(shards=shards, cache={"image": "redis:7", "replicas": cache_replicas})
+        self.grace = grace
+        cache = {"image": "redis:7", "replicas": cache_replicas}
+        parent = sharddb(shards=shards, cache=cache, podStartGraceSeconds=grace)
         self.world = World(parent, hook_version=hook_version)
+
+    def _hook(self, request: Obj, finalizing: bool) -> Obj:
+        body = json.dumps(request).encode()
+        return handler.sync(body, finalize=finalizing, now=self.clock).body
 
     # --- Metacontroller ------------------------------------------------------------
 
@@ -107,6 +126,18 @@ class ShardDBLifecycle(RuleBasedStateMachine):
         self.world.terminate_pods("cache")
         deployment["status"] = {"observedGeneration": deployment["metadata"]["generation"], "replicas": 0}
 
+    @rule(seconds=st.sampled_from([1, 4, 5, 60, 119, 120, 600]))
+    def time_passes(self, seconds: int) -> None:
+        self.clock.advance(seconds)
+
+    @precondition(lambda self: bool(_startable(self.world)))
+    @rule(data=st.data(), failure=st.one_of(st.sampled_from(FAILURES), st.sampled_from(sorted(PASSING))))
+    def a_new_pod_cannot_start(self, data: st.DataObject, failure: str) -> None:
+        """A pod the controller has just made waits for a node or a Secret, or fails outright."""
+        name = data.draw(st.sampled_from(_startable(self.world)))
+        self.world.fail_pod(name, failure, since=rfc3339(self.clock()))
+        self.troubles[name] = (failure, self.clock(), self.world.pods[name]["metadata"]["resourceVersion"])
+
     @rule(component=st.sampled_from(["db", "cache"]))
     def pods_terminate(self, component: str) -> None:
         self.world.terminate_pods(component)
@@ -136,7 +167,11 @@ class ShardDBLifecycle(RuleBasedStateMachine):
         world = self.world
         before = _observed(world)
         live = _live_pods(world)
-        answer = direct(world.request(), world.finalizing)
+        request = world.request()
+        answer = self._hook(request, world.finalizing)
+        self._check_fixed_point(request, answer)
+        if not world.finalizing:
+            self._check_troubles(answer)
         kinds = {c["kind"] for c in answer["children"]}
         sts = next(c for c in answer["children"] if c["kind"] == "StatefulSet")
         new_jobs = {_shards(c) for c in answer["children"] if c["kind"] == "Job"} - before["jobs"]
@@ -157,6 +192,47 @@ class ShardDBLifecycle(RuleBasedStateMachine):
         self.statuses.append(copy.deepcopy(answer["status"]))
         self.rounds += 1
         return answer
+
+    def _check_fixed_point(self, request: Obj, answer: Obj) -> None:
+        """Fed its own status at the same moment, the hook says the same: no condition's time moves."""
+        again = copy.deepcopy(request)
+        again["parent"]["status"] = {
+            **answer["status"],
+            "observedGeneration": request["parent"]["metadata"]["generation"],
+        }
+        assert self._hook(again, request["finalizing"])["status"] == answer["status"]
+
+    def _check_troubles(self, answer: Obj) -> None:
+        """A trouble within its grace is never Degraded and is asked about again; one that counts is named."""
+        degraded = next(c for c in answer["status"]["conditions"] if c["type"] == "Degraded")
+        lefts = []
+        for name, (failure, since, _) in self._current_troubles().items():
+            component = self.world.pods[name]["metadata"]["labels"]["app.kubernetes.io/component"]
+            left = self.grace - (self.clock() - since).total_seconds()
+            if failure in PASSING and left > 0:
+                event("a pod waits within its grace")
+                assert f"{name}: " not in degraded["message"], (name, degraded)
+                lefts.append(left)
+            else:
+                event("a stuck pod counts")
+                assert degraded["status"] == "True", (name, failure, degraded)
+                assert LEADS[component] in degraded["message"], (name, failure, degraded)
+        if lefts:
+            assert answer["resyncAfterSeconds"] == max(1, math.ceil(min(lefts))), (lefts, answer)
+        else:
+            assert "resyncAfterSeconds" not in answer
+
+    def _current_troubles(self) -> dict[str, tuple[str, datetime, str]]:
+        """The troubles still on their pods: not replaced by a controller, not Terminating."""
+        current = {}
+        for name, trouble in self.troubles.items():
+            pod = self.world.pods.get(name)
+            if pod is None or pod["metadata"]["resourceVersion"] != trouble[2]:
+                continue
+            if pod["metadata"].get("deletionTimestamp") or pod["status"]["phase"] in ("Succeeded", "Failed"):
+                continue
+            current[name] = trouble
+        return current
 
     @invariant()
     def finalized_only_while_deleting(self) -> None:
@@ -212,6 +288,16 @@ def _observed(world: World) -> dict[str, Any]:
 def _scaled_to_zero_with_pods(world: World) -> bool:
     deployment = world.cache()
     return deployment is not None and deployment["spec"]["replicas"] == 0 and bool(world._pods_of("cache"))
+
+
+def _startable(world: World) -> list[str]:
+    """Shard and cache pods that exist, are not Terminating, and so could be stuck starting."""
+    return sorted(
+        name
+        for name, pod in world.pods.items()
+        if not pod["metadata"].get("deletionTimestamp")
+        and pod["metadata"]["labels"]["app.kubernetes.io/component"] in ("db", "cache")
+    )
 
 
 def _live_pods(world: World) -> dict[str, int]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hooks import handler, kinds
+from hooks.clock import Clock, system_clock
 from testbed.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
 from testbed.world import World
 
@@ -30,9 +31,9 @@ Obj = dict[str, Any]
 IN_PLACE = frozenset(kind.kind for kind in kinds.CHILDREN if kind.update == "InPlace")
 
 
-def hook(request: Obj, finalize: bool) -> Obj:
+def hook(request: Obj, finalize: bool, now: Clock = system_clock) -> Obj:
     """The real hook code, from JSON bytes to answer body."""
-    return handler.sync(json.dumps(request).encode(), finalize=finalize).body
+    return handler.sync(json.dumps(request).encode(), finalize=finalize, now=now).body
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Loop:
     status_writes: int = 0
     # Every in-place update sent, as (kind, name, what differed): a no-op one is a bug.
     updates: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    clock: Clock = system_clock  # what the hook reads as now; a test may set it
 
     def create(self, spec: Obj) -> Obj:
         """Create the ShardDB as a user would, with Metacontroller's finalizer on it."""
@@ -70,7 +72,7 @@ class Loop:
     def round(self) -> Obj:
         """Send the observed world to the hook and carry out its answer for real."""
         self.world.parent = self.parent_stored
-        answer = hook(self.world.request(), self.world.finalizing)
+        answer = hook(self.world.request(), self.world.finalizing, self.clock)
         self.answers.append(answer)
         simulated = {
             (group, key): obj.get("status") for group, objs in self.world.children.items() for key, obj in objs.items()

@@ -63,6 +63,7 @@ EVERY_FIELD: Obj = {
     "seedTimeoutSeconds": 600,
     "drainCommand": ["sh", "-c", "echo drained"],
     "drainGracePeriodSeconds": 90,
+    "podStartGraceSeconds": 30,
     "paused": True,
     "hibernated": True,
 }

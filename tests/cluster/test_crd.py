@@ -56,6 +56,7 @@ def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> No
         "storage": {"size": "1Gi"},
         "seedTimeoutSeconds": 3600,
         "drainGracePeriodSeconds": 60,
+        "podStartGraceSeconds": 120,
         "paused": False,
         "hibernated": False,
     }

@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from hooks.clock import rfc3339, system_clock
+from tests.hook import ManualClock
+
 from .kube import Kube, error_message
 from .loop import Loop, hook
 from .samples import SPEC
@@ -102,4 +105,36 @@ def test_a_pod_that_cannot_start_costs_one_status_write_then_none(available: Loo
     for _ in range(3):
         available.round()
     assert available.status_writes == writes
+    assert available.updates[updates:] == []  # and no child is touched
+
+
+def _condition(loop: Loop, kind: str) -> Obj:
+    found: Obj = next(c for c in loop.parent_stored["status"]["conditions"] if c["type"] == kind)
+    return found
+
+
+def test_a_new_shard_waiting_for_a_node_costs_one_status_write_and_one_more_when_its_grace_runs_out(
+    available: Loop,
+) -> None:
+    clock = ManualClock(rfc3339(system_clock()))
+    available.clock = clock
+    available.edit({"shards": 4})
+    available.round()
+    available.world.run_statefulset(ready=3)
+    available.world.fail_pod("demo-db-3", "Unschedulable", since=rfc3339(clock()))
+    writes, updates = available.status_writes, len(available.updates)
+    available.round()
+    progressing = _condition(available, "Progressing")
+    assert progressing["message"] == "3/4 shards ready; 1 shard pod waiting to be scheduled: demo-db-3"
+    assert _condition(available, "Degraded")["status"] == "False"
+    clock.advance(60)
+    available.round()
+    assert available.status_writes == writes + 1
+    clock.advance(60)  # the grace of 120 s has run out, with no event
+    available.round()
+    degraded = _condition(available, "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "ShardPodsFailing")
+    assert degraded["message"].startswith("shard pods cannot start: demo-db-3: Unschedulable (0/3 nodes are available")
+    available.round()
+    assert available.status_writes == writes + 2
     assert available.updates[updates:] == []  # and no child is touched

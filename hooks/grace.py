@@ -1,0 +1,89 @@
+"""Which pod troubles pass by themselves, and how long they are given to.
+
+A new pod is often Unschedulable for a moment while its volume binds or a node joins,
+or waits for a Secret applied beside its ShardDB: that is progress, not damage. Such a
+trouble counts only once it has lasted ``spec.podStartGraceSeconds``, timed from the
+pod's own timestamps in the request; a trouble that is already the result of retries,
+or that no wait can mend, counts at once. Pure: the caller passes the clock reading in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from . import names
+from .snapshot import STUCK_ORDER, StuckPod
+
+# Troubles that may pass by themselves, and what a pod with one waits for.
+WAITS_FOR = {
+    "Unschedulable": "to be scheduled",  # volumes binding, a node joining or losing its not-ready taint
+    "CreateContainerConfigError": "for a Secret or ConfigMap",  # applied beside the ShardDB, a moment later
+    "CreateContainerError": "for its container to be created",  # the runtime's own hiccups (a name still held)
+}
+# Troubles reported at once: the kubelet has already retried, or nothing changes without a fix.
+AT_ONCE = frozenset({"InvalidImageName", "ImagePullBackOff", "RunContainerError", "CrashLoopBackOff"})
+
+
+@dataclass(frozen=True)
+class Triage:
+    """Stuck pods split by their grace at one clock reading."""
+
+    failing: tuple[StuckPod, ...] = ()  # count now: Degraded names them
+    waiting: tuple[StuckPod, ...] = ()  # within their grace: Progressing says what they wait for
+    recheck_at: datetime | None = None  # when the earliest grace still running runs out
+
+
+def expiry(pod: StuckPod, grace: timedelta) -> datetime | None:
+    """When ``pod``'s trouble stops being given time; None when it gets none."""
+    if pod.reason not in WAITS_FOR or pod.since is None or not grace:
+        return None
+    try:
+        return pod.since + grace
+    except OverflowError:  # a time at the end of the calendar is no time a pod was placed
+        return None
+
+
+def triage(pods: tuple[StuckPod, ...], now: datetime | None, grace_seconds: int) -> Triage:
+    """Which of ``pods`` count at ``now``; without a clock reading every one counts."""
+    grace = timedelta(seconds=grace_seconds)
+    failing: list[StuckPod] = []
+    waiting: list[StuckPod] = []
+    ends: list[datetime] = []
+    for pod in pods:
+        end = expiry(pod, grace)
+        if now is None or end is None or now >= end:
+            failing.append(pod)
+        else:
+            waiting.append(pod)
+            ends.append(end)
+    return Triage(tuple(failing), tuple(waiting), min(ends, default=None))
+
+
+NOUNS = {names.DB: "shard", names.SEED: "seed", names.CACHE: "cache"}
+SHOWN = 3  # pods named per group; the rest are counted
+
+
+def waiting_message(waiting: tuple[StuckPod, ...]) -> str:
+    """What the waiting pods wait for, per component and trouble: ``1 shard pod waiting to be scheduled: x-db-2``.
+
+    Names only, never the scheduler's changing words, so the message stays put while they wait.
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    for pod in waiting:
+        groups.setdefault((pod.component, pod.reason), []).append(pod.name)
+    components = list(NOUNS)
+
+    def rank(group: tuple[str, str]) -> tuple[int, str, int]:
+        component, reason = group
+        where = components.index(component) if component in components else len(components)
+        return where, component, STUCK_ORDER.index(reason)
+
+    parts = []
+    for component, reason in sorted(groups, key=rank):
+        pods = groups[(component, reason)]
+        shown = ", ".join(pods[:SHOWN]) + (f" and {len(pods) - SHOWN} more" if len(pods) > SHOWN else "")
+        plural = "" if len(pods) == 1 else "s"
+        noun = NOUNS.get(component, component or "other")
+        parts.append(f"{len(pods)} {noun} pod{plural} waiting {WAITS_FOR[reason]}: {shown}")
+    return "; ".join(parts)
