@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from testbed.audit import tally
-from testbed.stack import Stack
+from testbed.stack import CONTROLLER_MANAGER, Stack
 
 from .sharddbs import ShardDBs, condition, is_true, wait_until
 
@@ -22,8 +22,12 @@ def test_scale_up_keeps_available_and_seeds_the_new_count(stack: Stack, sharddbs
     assert sharddbs.exists("Job", f"{NAME}-seed-16")
     assert all(is_true(v, "Available") for v in seen), "Available dropped during the scale-up"
     assert not any(is_true(v, "Degraded") for v in seen), "Degraded during a healthy scale-up"
-    created = [p["metadata"]["creationTimestamp"] for p in sharddbs.pods(NAME, "db")]
-    assert len(set(created[3:])) <= 2, "the new shard pods were not created together"
+    log = stack.audit.since(mark, namespace=sharddbs.namespace)
+    created = [
+        w.at for w in log if w.user == CONTROLLER_MANAGER and w.verb == "create" and w.name.startswith(f"{NAME}-db-")
+    ]
+    assert len(created) == 13
+    assert (max(created) - min(created)).total_seconds() < 2.0, "the new shard pods were not created together"
     writes = stack.metacontroller_writes(mark, namespace=sharddbs.namespace)
     print(f"scale-up 3->16: {len(writes)} Metacontroller writes {dict(tally(writes))}")
 
