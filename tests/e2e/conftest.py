@@ -13,7 +13,7 @@ import itertools
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -29,6 +29,8 @@ from .sharddbs import ShardDBs
 RESYNC_SECONDS = 5
 _namespaces = itertools.count(1)
 _costs: list[tuple[str, int, Counter[str]]] = []
+_reports: list[str] = []
+Report = Callable[[str], None]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -94,6 +96,12 @@ def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Itera
 
 
 @pytest.fixture
+def report(request: pytest.FixtureRequest) -> Report:
+    """A line for the session's summary: what a step took on the real stack (times, writes)."""
+    return lambda line: _reports.append(f"{request.node.name}: {line}")
+
+
+@pytest.fixture
 def sharddbs(kube: Kube, namespace: str) -> ShardDBs:
     return ShardDBs(kube, namespace)
 
@@ -105,3 +113,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for name, total, kinds in _costs:
         split = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
         terminalreporter.write_line(f"{total:5d}  {name}  ({split})")
+    if _reports:
+        terminalreporter.section("What the steps took on the real stack")
+        for line in _reports:
+            terminalreporter.write_line(line)

@@ -7,6 +7,7 @@ import time
 from testbed.audit import Write, tally
 from testbed.stack import CONTROLLER_MANAGER, NODE, Stack
 
+from .conftest import Report
 from .sharddbs import ShardDBs, is_true
 
 NAME = "shop"
@@ -18,11 +19,15 @@ def _first(writes: list[Write], what: str, **match: str) -> Write:
     return found[0]
 
 
-def test_bring_up_starts_the_shards_together_then_seeds_then_starts_the_cache(stack: Stack, sharddbs: ShardDBs) -> None:
+def test_bring_up_starts_the_shards_together_then_seeds_then_starts_the_cache(
+    stack: Stack, sharddbs: ShardDBs, report: Report
+) -> None:
     mark = stack.audit.mark()
     with sharddbs.history(NAME) as seen:
+        start = time.monotonic()
         sharddbs.create(NAME)
         sharddbs.available(NAME)
+        seconds = time.monotonic() - start
     assert not any(is_true(version, "Degraded") for version in seen), "Degraded during a healthy bring-up"
 
     log = stack.audit.since(mark, namespace=sharddbs.namespace)
@@ -55,7 +60,7 @@ def test_bring_up_starts_the_shards_together_then_seeds_then_starts_the_cache(st
     assert parent["status"]["cacheReady"] is True
     assert not is_true(parent, "Degraded")
     mine = [w for w in log if w.user.startswith("sharddb-metacontroller")]
-    print(f"bring-up: {len(mine)} Metacontroller writes {dict(tally(mine))}")
+    report(f"Available in {seconds:.1f} s, {len(mine)} Metacontroller writes {dict(tally(mine))}")
 
 
 def test_an_available_sharddb_costs_no_writes_while_idle(stack: Stack, sharddbs: ShardDBs) -> None:

@@ -7,17 +7,22 @@ import time
 from testbed.audit import tally
 from testbed.stack import NODE, Stack
 
+from .conftest import Report
 from .sharddbs import ShardDBs
 
 NAME = "bye"
 
 
-def test_deletion_stops_every_cache_pod_before_any_shard_and_keeps_the_claims(stack: Stack, sharddbs: ShardDBs) -> None:
+def test_deletion_stops_every_cache_pod_before_any_shard_and_keeps_the_claims(
+    stack: Stack, sharddbs: ShardDBs, report: Report
+) -> None:
     sharddbs.create(NAME)
     sharddbs.available(NAME)
     mark = stack.audit.mark()
+    start = time.monotonic()
     sharddbs.delete(NAME)
     sharddbs.gone(NAME, timeout=90)
+    seconds = time.monotonic() - start
     log = stack.audit.since(mark, namespace=sharddbs.namespace)
     cache_gone = max(w.at for w in log if w.user == NODE and w.verb == "delete" and w.name.startswith(f"{NAME}-cache-"))
     shard_deletes = [w for w in log if w.resource == "pods" and w.verb == "delete" and w.name.startswith(f"{NAME}-db-")]
@@ -25,7 +30,7 @@ def test_deletion_stops_every_cache_pod_before_any_shard_and_keeps_the_claims(st
     assert cache_gone < min(w.at for w in shard_deletes), "a shard began to stop while a cache pod was still there"
     assert len(sharddbs.claims()) == 3, "a volume claim went with the ShardDB"
     mine = [w for w in log if w.user.startswith("sharddb-metacontroller")]
-    print(f"deletion: {len(mine)} Metacontroller writes {dict(tally(mine))}")
+    report(f"finalized in {seconds:.1f} s, {len(mine)} Metacontroller writes {dict(tally(mine))}")
 
 
 def test_a_hook_outage_during_deletion_is_held_by_the_finalizer(stack: Stack, sharddbs: ShardDBs) -> None:

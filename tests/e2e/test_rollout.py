@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import time
+
 from testbed.audit import tally
 from testbed.stack import Stack
 
+from .conftest import Report
 from .sharddbs import ShardDBs, is_true, wait_until
 
 NAME = "roll"
 
 
-def test_a_rollout_of_both_images_rolls_the_shards_first_and_keeps_available(stack: Stack, sharddbs: ShardDBs) -> None:
+def test_a_rollout_of_both_images_rolls_the_shards_first_and_keeps_available(
+    stack: Stack, sharddbs: ShardDBs, report: Report
+) -> None:
     sharddbs.create(NAME)
     sharddbs.available(NAME)
     mark = stack.audit.mark()
     with sharddbs.history(NAME) as seen:
+        start = time.monotonic()
+        start = time.monotonic()
         assert sharddbs.patch(NAME, {"dbImage": "postgres:16.4", "cache": {"image": "redis:7.4"}}).status_code == 200
 
         def rolled() -> bool:
@@ -26,6 +33,7 @@ def test_a_rollout_of_both_images_rolls_the_shards_first_and_keeps_available(sta
 
         wait_until("every pod on the new images", rolled, timeout=150)
         sharddbs.available(NAME)
+        seconds = time.monotonic() - start
     assert all(is_true(v, "Available") for v in seen), "Available dropped during the rollout"
     assert not any(is_true(v, "Degraded") for v in seen), "Degraded during a planned rollout"
     assert any(
@@ -53,4 +61,4 @@ def test_a_rollout_of_both_images_rolls_the_shards_first_and_keeps_available(sta
     )
     assert last_shard_created < cache_update.at, "the cache rolled before the last shard"
     assert last_shard_ready < cache_update.at
-    print(f"rollout of both images: {len(mine)} Metacontroller writes {dict(tally(mine))}")
+    report(f"3 shards and the cache rolled in {seconds:.1f} s, {len(mine)} writes {dict(tally(mine))}")

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import time
+
 from testbed.audit import tally
 from testbed.stack import CONTROLLER_MANAGER, Stack
 
+from .conftest import Report
 from .sharddbs import ShardDBs, condition, is_true, wait_until
 
 NAME = "grow"
 
 
-def test_scale_up_keeps_available_and_seeds_the_new_count(stack: Stack, sharddbs: ShardDBs) -> None:
+def test_scale_up_keeps_available_and_seeds_the_new_count(stack: Stack, sharddbs: ShardDBs, report: Report) -> None:
     sharddbs.create(NAME)
     sharddbs.available(NAME)
     mark = stack.audit.mark()
     with sharddbs.history(NAME) as seen:
+        start = time.monotonic()
         assert sharddbs.patch(NAME, {"shards": 16}).status_code == 200
         wait_until("16 shards ready", lambda: sharddbs.get(NAME)["status"].get("readyShards") == 16, timeout=120)
+        ready = time.monotonic() - start
         wait_until("the seed for 16", lambda: sharddbs.get(NAME)["status"].get("seededShards") == 16, timeout=60)
         sharddbs.available(NAME)
     assert sharddbs.exists("Job", f"{NAME}-seed-16")
@@ -29,7 +34,7 @@ def test_scale_up_keeps_available_and_seeds_the_new_count(stack: Stack, sharddbs
     assert len(created) == 13
     assert (max(created) - min(created)).total_seconds() < 2.0, "the new shard pods were not created together"
     writes = stack.metacontroller_writes(mark, namespace=sharddbs.namespace)
-    print(f"scale-up 3->16: {len(writes)} Metacontroller writes {dict(tally(writes))}")
+    report(f"3->16 shards ready in {ready:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
 
 
 def test_shrinking_is_refused_naming_the_field(sharddbs: ShardDBs) -> None:
