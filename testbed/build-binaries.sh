@@ -149,7 +149,7 @@ if [[ ! -x "$OUT/metacontroller" || ! -f "$OUT/$MC_CRDS" ]]; then
       || die "building metacontroller v$MC_VERSION failed (it needs Go >= 1.26.4; this is $(go version))"
     mv "$OUT/metacontroller.tmp" "$OUT/metacontroller"
   )
-  step "metacontroller v$MC_VERSION built"
+  step "metacontroller v$MC_VERSION and its CRDs in place"
 fi
 
 have_all || die "some binaries are missing from $OUT after the build"

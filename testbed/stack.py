@@ -305,25 +305,10 @@ class Stack:
         token = os.urandom(16).hex()
         (pki / "token").write_text(token)
         self._must("create", "namespace", "sharddb-system")
-        self._must(
-            "-n",
-            "sharddb-system",
-            "create",
-            "secret",
-            "generic",
-            "sharddb-hooks-token",
-            f"--from-literal=token={token}",
-        )
-        self._must(
-            "-n",
-            "sharddb-system",
-            "create",
-            "secret",
-            "generic",
-            "sharddb-hooks-tls",
-            "--type=kubernetes.io/tls",
-            *(f"--from-file={pki / name}" for name in ("tls.crt", "tls.key", "ca.crt")),
-        )
+        secret = ("-n", "sharddb-system", "create", "secret", "generic")
+        self._must(*secret, "sharddb-hooks-token", f"--from-literal=token={token}")
+        files = (f"--from-file={pki / name}" for name in ("tls.crt", "tls.key", "ca.crt"))
+        self._must(*secret, "sharddb-hooks-tls", "--type=kubernetes.io/tls", *files)
         return {
             "SHARDDB_TLS_CERT_FILE": str(pki / "tls.crt"),
             "SHARDDB_TLS_KEY_FILE": str(pki / "tls.key"),
