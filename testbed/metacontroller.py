@@ -1,10 +1,11 @@
 """Metacontroller's in-place update decision, re-stated from its documented behaviour.
 
-Metacontroller (v4.17.2, dynamic apply) cannot run here, so the tests and the
-fleet benchmark carry the one piece of it they need: given the observed child and
-the desired one, what object would it send, and would it send anything at all? Every child the hooks
-return must come out of ``needs_update`` as False against what the API server
-stored, or a real Metacontroller writes it on every sync.
+The fast tiers cannot start the real Metacontroller (v4.17.2, dynamic apply) for
+every generated world, so they carry the one piece of it they need: given the
+observed child and the desired one, what object would it send, and would it send
+anything at all? Every child the hooks return must come out of ``needs_update``
+as False against what the API server stored, or Metacontroller writes it on every
+sync. ``tests/e2e/test_model.py`` holds this model to the real binary.
 """
 
 from __future__ import annotations

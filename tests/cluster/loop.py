@@ -1,12 +1,13 @@
 """The hook loop against a real API server: Metacontroller's write path, World's controllers.
 
-Metacontroller itself cannot run here, so this module does what it does with a
-sync answer, against the real API server: create new children (namespace,
+A fast stand-in for the cluster tier (the end-to-end tier runs the real
+Metacontroller): this module does what Metacontroller does with a sync answer,
+against the real API server: create new children (namespace,
 owner reference, ``controller-uid`` label, last-applied annotation), update
 existing ones in place the way its dynamic apply does (three-way merge of
 desired over observed, then a PUT), delete children left out, and write the
 returned status through the /status subresource when it differs.
-``testbed.world.World`` keeps playing the controllers that do not run here
+``testbed.world.World`` plays the controllers, step by step as a test says
 (StatefulSet, Job, Deployment, EndpointSlice): its children are the real
 stored objects, with only their ``status`` simulated.
 """
