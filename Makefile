@@ -10,7 +10,7 @@ STAGE ?= available
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e lint bench bench-fleet crd testbin venv image clean
+.PHONY: run render test unit e2e data nodebin images lint bench bench-fleet crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -39,17 +39,32 @@ testbin:
 crd: venv testbin
 	$(BIN)/python -m tools.crd_schema
 
-## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, the real stack end to end.
+## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, the real stack end to end,
+## then the data tier on a real node (needs root).
 test: venv testbin lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not data"
+	$(MAKE) --no-print-directory data
 
 ## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
 unit: venv
-	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e"
+	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e and not data"
 
 ## The whole life of ShardDBs through the real Metacontroller, controllers and scheduler.
 e2e: venv testbin
 	$(BIN)/python -m pytest -m e2e
+
+## ShardDBs on a real node (kubelet, containerd, runc, CNI, kube-proxy, CoreDNS, local-path-provisioner)
+## running PostgreSQL and Redis, in namespaces of its own; needs root.
+data: venv testbin nodebin images
+	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m data
+
+## Build (once, cached outside the repo) CoreDNS and local-path-provisioner for the real node.
+nodebin:
+	@bash testbed/build-node-binaries.sh >/dev/null
+
+## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages.
+images: venv
+	@$(BIN)/python -m testbed.images >/dev/null
 
 lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed

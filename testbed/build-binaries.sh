@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the pinned binaries of the test stack (testbed/controlplane.py, testbed/stack.py):
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and metacontroller.
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the kubelet, kube-proxy and
+# metacontroller.
 #
 # Everything comes from the Go module proxy (Metacontroller's tree from a verified
 # source archive) and is built with the machine's Go into a cache outside the
@@ -19,7 +20,7 @@ CACHE_ROOT="${SHARDDB_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sharddb/tes
 OUT="$CACHE_ROOT/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-mc-$MC_VERSION"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SHARED_SRC="$HERE/../../shared/metacontroller/metacontroller-v$MC_VERSION.tar.gz"
-KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler)
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 ALL_BINARIES=(etcd "${KUBE_BINARIES[@]}" metacontroller)
 MC_CRDS="metacontroller-crds-v$MC_VERSION.yaml"
 
@@ -32,7 +33,7 @@ have_all() {
 }
 
 if have_all; then
-  say "all five binaries cached in $OUT"
+  say "all seven binaries cached in $OUT"
   echo "$OUT"
   exit 0
 fi
@@ -45,7 +46,7 @@ if ! flock -n 9; then
   flock 9
 fi
 if have_all; then
-  say "all five binaries cached in $OUT"
+  say "all seven binaries cached in $OUT"
   echo "$OUT"
   exit 0
 fi
@@ -153,5 +154,5 @@ if [[ ! -x "$OUT/metacontroller" || ! -f "$OUT/$MC_CRDS" ]]; then
 fi
 
 have_all || die "some binaries are missing from $OUT after the build"
-say "all five binaries and Metacontroller's CRDs in $OUT, $(( $(date +%s) - start ))s in all"
+say "all seven binaries and Metacontroller's CRDs in $OUT, $(( $(date +%s) - start ))s in all"
 echo "$OUT"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -232,6 +233,8 @@ class ControlPlane:
                 "--disable-admission-plugins=ServiceAccount",
                 "--enable-priority-and-fairness=false",
                 "--endpoint-reconciler-type=none",
+                # The kubelet's name resolves nowhere here; its address does (logs, exec).
+                "--kubelet-preferred-address-types=InternalIP",
                 "--profiling=false",
                 f"--audit-policy-file={policy}",
                 f"--audit-log-path={self.audit_log}",
@@ -270,6 +273,33 @@ class ControlPlane:
             text = log.read_text(errors="replace").splitlines()[-lines:]
             out.append(f"--- {log.name}\n" + "\n".join(text))
         return "\n".join(out)
+
+    def get(self, path: str) -> dict[str, object] | None:
+        """One object as the admin reads it, or None when the API server says 404."""
+        response = httpx.get(
+            f"{self.url}{path}",
+            headers={"Authorization": f"Bearer {self.token}"},
+            verify=ssl.create_default_context(cafile=str(self.ca_file)),
+            timeout=10.0,
+        )
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        result: dict[str, object] = response.json()
+        return result
+
+    def apply(self, objects: list[dict[str, object]]) -> None:
+        """Server-side apply as the admin; a refusal is an error with kubectl's words."""
+        result = subprocess.run(
+            ["kubectl", f"--kubeconfig={self.kubeconfig}", "apply", "--server-side", "-f", "-"],
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise ControlPlaneError(f"kubectl apply failed:\n{result.stderr}")
 
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(self.kubeconfig_text(ADMIN_USER, self.token))

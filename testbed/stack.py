@@ -27,10 +27,11 @@ from typing import Any
 import httpx
 import yaml
 
-from testbed import partitions
+from testbed import images, partitions, realnode
 from testbed.audit import AuditLog, Write
 from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
 from testbed.node import Behaviour, NodeAgent
+from testbed.realnode import RealNode, build_node_binaries
 from testbed.server import ROOT, HookProcess, free_port, launch
 
 Obj = dict[str, Any]
@@ -57,6 +58,9 @@ CONTROLLERS = (
     "pod-garbage-collector-controller",
     "validatingadmissionpolicy-status-controller",
 )
+# A real kubelet sends heartbeats, so the controller that watches them (and lifts a new node's
+# not-ready taint) runs too.
+REAL_NODE_CONTROLLERS = ("node-lifecycle-controller",)
 SHARDDB_CRD = "sharddbs.mygroup.example.com"
 # What the stack applies of a rendered install (the CRD comes from crds/, the workloads run as processes).
 APPLIED_KINDS = frozenset(
@@ -118,6 +122,9 @@ class StackOptions:
     hook_env: dict[str, str] = field(default_factory=dict)
     isolated: bool = False  # run the checkout's hooks with its own defaults (a baseline revision)
     hook_module: str = "hooks"  # what serves the hooks (``testbed.canned`` replays fixed answers)
+    # A real kubelet, containerd and runc running the test images (``testbed.realnode``; inside
+    # ``testbed.sandbox`` only) instead of the node agent that reports pods without running them.
+    real_node: bool = False
 
 
 class Stack:
@@ -127,6 +134,7 @@ class Stack:
         self.options = options or StackOptions()
         self.plane: ControlPlane | None = None
         self.agent: NodeAgent | None = None
+        self.node: RealNode | None = None
         self.hooks: HookProcess | None = None
         self.metacontrollers: dict[str, subprocess.Popen[bytes]] = {}
         self.controllers: list[Obj] = []
@@ -170,7 +178,8 @@ class Stack:
     def start(self) -> None:
         self.manifests = self._render()
         self.plane = ControlPlane(build_binaries())
-        for user in (CONTROLLER_MANAGER, SCHEDULER, NODE):
+        node_parts = (build_node_binaries(), images.build_images()) if self.options.real_node else None
+        for user in (CONTROLLER_MANAGER, SCHEDULER, NODE, *(realnode.USERS if node_parts else ())):
             self.plane.identity(user)
         for instance in self.instances:
             self.plane.identity(instance.user, instance.groups)
@@ -181,8 +190,12 @@ class Stack:
             self._install_crds()
             self._start_controller_manager()
             self._start_scheduler()
-            self.agent = NodeAgent(self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour)
-            self.agent.start()
+            if node_parts:
+                self.node = RealNode(self.plane, *node_parts)
+                self.node.start()
+            else:
+                self.agent = NodeAgent(self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour)
+                self.agent.start()
             self.start_hooks()
             self._apply_controllers()
             for instance in self.instances:
@@ -198,6 +211,9 @@ class Stack:
         if self.agent is not None:
             self.agent.stop()
             self.agent = None
+        if self.node is not None:
+            self.node.stop()
+            self.node = None
         if self.plane is not None:
             self.plane.stop()
             self.plane = None
@@ -239,7 +255,7 @@ class Stack:
         self._start_component(
             "kube-controller-manager",
             CONTROLLER_MANAGER,
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join(CONTROLLERS + (REAL_NODE_CONTROLLERS if self.options.real_node else ()))}",
             "--use-service-account-credentials=false",
             "--concurrent-statefulset-syncs=10",
             "--concurrent-deployment-syncs=10",

@@ -1,0 +1,150 @@
+"""What the data tests do as a user of the cluster would: apply the example, run SQL and Redis commands, read logs.
+
+Everything goes through the API server (``kubectl exec``, pod logs, events), so a
+test sees what a user of a real cluster sees.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from testbed import images
+from testbed.stack import Stack
+
+from ..cluster.kube import Kube
+from ..e2e.sharddbs import wait_until
+
+Obj = dict[str, Any]
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sharddb.yaml"
+# The example names postgres:16 and redis:7; the test images are Debian bookworm's PostgreSQL 15 and Redis 7.0.
+IMAGES = {"postgres:16": images.POSTGRES, "redis:7": images.REDIS}
+# Per-session credentials of the example's Secret; never the example's placeholder.
+PASSWORD = "data-tier-password"
+
+
+def example(name: str, namespace: str) -> list[Obj]:
+    """``examples/sharddb.yaml`` as a user would apply it, in ``namespace`` under ``name``, on the test images."""
+    documents = [doc for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc]
+    secret, sharddb = (copy.deepcopy(doc) for doc in documents)
+    secret["metadata"] = {"name": f"{name}-db", "namespace": namespace}
+    secret["stringData"] = {"password": PASSWORD}
+    sharddb["metadata"] = {"name": name, "namespace": namespace}
+    spec = sharddb["spec"]
+    spec["dbImage"] = IMAGES[spec["dbImage"]]
+    spec["cache"]["image"] = IMAGES[spec["cache"]["image"]]
+    for variable in spec["db"]["env"]:
+        variable["valueFrom"]["secretKeyRef"]["name"] = secret["metadata"]["name"]
+    return [secret, sharddb]
+
+
+@dataclass
+class Cluster:
+    """One namespace of the real cluster, seen through kubectl and the API server."""
+
+    stack: Stack
+    kube: Kube
+    namespace: str
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        result = self.stack.kubectl("-n", self.namespace, *args, stdin=stdin)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+        return result.stdout
+
+    def apply(self, objects: list[Obj]) -> None:
+        self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+    def exec(self, pod: str, container: str, *command: str) -> str:
+        return self.kubectl("exec", pod, "-c", container, "--", *command)
+
+    def sql(self, pod: str, statement: str) -> str:
+        """One statement in a shard pod, as the image's superuser over its local socket."""
+        return self.exec(pod, "db", "psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-c", statement).strip()
+
+    def logs(self, pod: str, container: str, previous: bool = False) -> str:
+        params = {"container": container, **({"previous": "true"} if previous else {})}
+        response = self.kube.http.get(f"/api/v1/namespaces/{self.namespace}/pods/{pod}/log", params=params)
+        response.raise_for_status()
+        return response.text
+
+    def events(self, reason: str) -> list[Obj]:
+        response = self.kube.http.get(f"/api/v1/namespaces/{self.namespace}/events")
+        response.raise_for_status()
+        return [event for event in response.json()["items"] if event.get("reason") == reason]
+
+    def pod(self, name: str) -> Obj | None:
+        response = self.kube.http.get(f"/api/v1/namespaces/{self.namespace}/pods/{name}")
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        found: Obj = response.json()
+        return found
+
+    def ready(self, name: str, timeout: float = 120.0) -> Obj:
+        def check() -> Obj | None:
+            pod = self.pod(name)
+            conditions = (pod or {}).get("status", {}).get("conditions", [])
+            return pod if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+
+        found: Obj = wait_until(f"pod {self.namespace}/{name} Ready", check, timeout, every=0.5)
+        return found
+
+    def client(self, name: str, image: str, script: str) -> None:
+        """A pod of the user's own beside the ShardDB, running ``script`` in the image's shell."""
+        self.apply(
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "namespace": self.namespace},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "terminationGracePeriodSeconds": 1,
+                        "securityContext": {"runAsNonRoot": True, "runAsUser": 999, "runAsGroup": 999},
+                        "containers": [
+                            {
+                                "name": "client",
+                                "image": image,
+                                "command": ["sh", "-c", script],
+                                "env": [{"name": "PGPASSWORD", "value": PASSWORD}],
+                            }
+                        ],
+                    },
+                }
+            ]
+        )
+
+    @contextmanager
+    def following(self, pods: list[str], container: str) -> Iterator[dict[str, list[str]]]:
+        """Each pod's log lines as the kubelet streams them, until its container stops (or the block ends)."""
+        lines: dict[str, list[str]] = {pod: [] for pod in pods}
+        threads = []
+        for pod in pods:
+            url = f"/api/v1/namespaces/{self.namespace}/pods/{pod}/log"
+            params = {"container": container, "follow": "true", "sinceSeconds": "1"}
+
+            def follow(url: str = url, params: dict[str, str] = params, into: list[str] = lines[pod]) -> None:
+                try:
+                    with self.kube.http.stream("GET", url, params=params, timeout=httpx.Timeout(30.0, read=None)) as s:
+                        for line in s.iter_lines():
+                            into.append(line)
+                except httpx.HTTPError:
+                    return
+
+            thread = threading.Thread(target=follow, daemon=True)
+            thread.start()
+            threads.append(thread)
+        try:
+            yield lines
+        finally:
+            for thread in threads:
+                thread.join(timeout=30)

@@ -1,0 +1,121 @@
+"""Fixtures of the data tier: the real stack on a real node, running PostgreSQL and Redis in real containers.
+
+The stack is the end-to-end tier's (real control plane, controllers, scheduler,
+Metacontroller and hooks) with a real kubelet, containerd, runc, CNI bridge,
+kube-proxy, CoreDNS and local-path-provisioner in place of the node agent; see
+``testbed/realnode.py``. The node lives in namespaces of its own
+(``testbed/sandbox.py``), so this tier runs only inside them: ``make data``.
+Outside them, or without root, it fails saying so; it is never skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from testbed import sandbox
+from testbed.audit import tally
+from testbed.controlplane import ControlPlaneError, build_binaries
+from testbed.stack import Stack, StackOptions
+
+from ..cluster.kube import Kube
+from ..e2e.sharddbs import ShardDBs
+from .cluster import Cluster
+
+RESYNC_SECONDS = 10
+_namespaces = itertools.count(1)
+_costs: list[tuple[str, int, Counter[str]]] = []
+_reports: list[str] = []
+Report = Callable[[str], None]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/data/" in str(item.path):
+            item.add_marker(pytest.mark.data)
+
+
+@pytest.fixture(scope="session")
+def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
+    if not sandbox.inside():
+        try:
+            sandbox.check_host()
+        except sandbox.SandboxError as error:
+            pytest.fail(f"data tier: {error}", pytrace=False)
+        pytest.fail(
+            "data tier: runs only inside the real node's own namespaces: `make data`, "
+            "or python -m testbed.sandbox -- python -m pytest -m data",
+            pytrace=False,
+        )
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    options = StackOptions(resync_seconds=RESYNC_SECONDS, real_node=True)
+    running = Stack(options)
+    try:
+        # First builds take many minutes: their progress goes to the terminal, not into pytest's capture.
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            build_binaries()
+            running.start()
+    except ControlPlaneError as error:
+        pytest.fail(f"data tier: {error}", pytrace=False)
+    assert running.node is not None
+    _reports.append("node start: " + ", ".join(f"{k} {v:.1f} s" for k, v in running.node.timings.items()))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
+def kube(stack: Stack) -> Iterator[Kube]:
+    plane = stack.control_plane
+    client = Kube(plane.url, plane.token, plane.ca_file, plane.kubeconfig)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
+    """One namespace per module (a module follows one ShardDB through its life); its writes go to the summary."""
+    stem = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-")[:40]
+    name = f"{stem}-{next(_namespaces)}-{os.getpid() % 1000}"
+    response = kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    assert response.status_code == 201, response.text
+    mark = stack.audit.mark()
+    yield name
+    writes = stack.metacontroller_writes(mark, namespace=name)
+    _costs.append((request.module.__name__, len(writes), tally(writes)))
+
+
+@pytest.fixture(scope="module")
+def sharddbs(kube: Kube, namespace: str) -> ShardDBs:
+    return ShardDBs(kube, namespace)
+
+
+@pytest.fixture(scope="module")
+def cluster(stack: Stack, kube: Kube, namespace: str) -> Cluster:
+    return Cluster(stack, kube, namespace)
+
+
+@pytest.fixture
+def report(request: pytest.FixtureRequest) -> Report:
+    """A line for the session's summary: what a step took on the real node (times, writes)."""
+    return lambda line: _reports.append(f"{request.node.name}: {line}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _costs:
+        terminalreporter.section("Metacontroller writes per data-tier module")
+        for name, total, kinds in _costs:
+            split = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+            terminalreporter.write_line(f"{total:5d}  {name}  ({split})")
+    if _reports:
+        terminalreporter.section("What the steps took on the real node")
+        for line in _reports:
+            terminalreporter.write_line(line)
