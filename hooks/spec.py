@@ -102,26 +102,44 @@ set -- $SHARDDB_HOSTS
 echo "seed: $# shards ready"
 """,
 )
-# Drain (preStop in a shard pod, run as the container's user): pg_ctl refuses to
-# run as root, so as root (the official image's default) it goes through the
-# image's gosu to the postgres user; as any other user (uid 999 under the
-# restricted defaults below) it runs pg_ctl directly. A smart stop waits for
-# sessions to end for half the grace period, then a fast stop rolls back what is
-# left, keeping 5 s before the kubelet's kill.
+# Drain (preStop in a shard pod, run as the container's user): the pod is already out of
+# its Service's endpoints and DNS, so no new client finds it; wait up to half the grace
+# period for the open client sessions to end, then end those left (SIGTERM to their
+# backends: each rolls back and disconnects, as a fast shutdown would). The server itself
+# is stopped by the kubelet's stop signal right after (the official image's is SIGINT, a
+# fast shutdown; SIGTERM would be a smart one, with no session left to wait for), with
+# the other half of the grace for its shutdown checkpoint. The hook never stops the server
+# itself: the server's exit ends the container, and a hook still running then is killed
+# (the kubelet reports FailedPreStopHook, exit 137), so it must be done before. Client
+# sessions are the backends whose process title names a client: "postgres: USER DB
+# HOST(PORT) ..." or "... [local] ...". Nothing here needs credentials.
 DEFAULT_DRAIN_COMMAND: tuple[str, ...] = (
     "sh",
     "-c",
     """set -u
-as_owner() {
-  if [ "$(id -u)" = 0 ]; then gosu postgres "$@"; else "$@"; fi
+: "${SHARDDB_DRAIN_SECONDS:?is not set}"
+clients() {
+  for dir in /proc/[0-9]*; do
+    title=$(tr '\\0' ' ' <"$dir/cmdline" 2>/dev/null) || continue
+    case $title in "postgres: "*) ;; *) continue ;; esac
+    if printf '%s\\n' "$title" | grep -Eq '^postgres: ([^ ]+: )?[^ ]+ [^ ]+ (\\[local\\]|[^ ]+\\([0-9]+\\))( |$)'; then
+      echo "${dir#/proc/}"
+    fi
+  done
 }
-smart=$((SHARDDB_DRAIN_SECONDS / 2))
-fast=$((SHARDDB_DRAIN_SECONDS - smart - 5))
-[ "$smart" -ge 1 ] || smart=1
-[ "$fast" -ge 1 ] || fast=1
-as_owner pg_ctl stop -D "$PGDATA" -m smart -t "$smart" && exit 0
-echo "drain: smart stop did not finish in ${smart}s; stopping fast" >&2
-as_owner pg_ctl stop -D "$PGDATA" -m fast -t "$fast"
+limit=$((SHARDDB_DRAIN_SECONDS / 2))
+waited=0
+open=$(clients)
+while [ -n "$open" ] && [ "$waited" -lt "$limit" ]; do
+  sleep 1
+  waited=$((waited + 1))
+  open=$(clients)
+done
+[ -z "$open" ] && exit 0
+set -- $open
+echo "drain: $# client sessions still open after ${waited}s; ending them" >&2
+kill -TERM "$@" 2>/dev/null
+exit 0
 """,
 )
 # Flush (preStop in a cache pod): SAVE, a blocking snapshot to the image's /data,

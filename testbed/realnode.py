@@ -155,8 +155,8 @@ class RealNode:
 root = "{self.root / "containerd" / "root"}"
 state = "{self.root / "containerd" / "state"}"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing"]
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
 [grpc]
   address = "{self.socket}"
@@ -207,7 +207,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         for archive in self.image_set.archives:
             self.ctr("images", "import", "--no-unpack", str(archive))
         listed = self.ctr("images", "ls", "-q")
-        missing = [name for name in images.ALL_NAMES if name not in listed.split()]
+        names = (images.POSTGRES, images.POSTGRES_ROLLOUT, images.REDIS, images.REDIS_ROLLOUT, images.PAUSE)
+        missing = [name for name in names if name not in listed.split()]
         if missing:
             raise ControlPlaneError(f"images not in containerd after import: {missing}")
 
@@ -282,16 +283,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 f"--kubeconfig={self.plane.kubeconfig_for(NODE_USER)}",
                 f"--hostname-override={NODE_NAME}",
                 f"--node-ip={NODE_IP}",
-                f"--node-labels=topology.kubernetes.io/zone=zone-a",
+                "--node-labels=topology.kubernetes.io/zone=zone-a",
             ],
         )
         _wait("node-1 Ready", self._node_ready, 120, self.plane, "kubelet")
 
     def _node_ready(self) -> bool:
-        node = self.plane.get(f"/api/v1/nodes/{NODE_NAME}")
-        conditions = (node or {}).get("status", {}).get("conditions", [])
+        node: Obj = self.plane.get(f"/api/v1/nodes/{NODE_NAME}") or {}
+        conditions = node.get("status", {}).get("conditions", [])
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-        taints = (node or {}).get("spec", {}).get("taints", [])
+        taints = node.get("spec", {}).get("taints", [])
         return ready and not taints
 
     def _kube_proxy(self) -> None:
@@ -326,12 +327,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "metadata": {"name": "helper-pod"},
             "spec": {
                 "priorityClassName": "system-node-critical",
-                "tolerations": [{"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"}],
+                "tolerations": [
+                    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"}
+                ],
                 "containers": [{"name": "helper-pod", "image": images.POSTGRES, "imagePullPolicy": "IfNotPresent"}],
             },
         }
-        setup = "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"\n"
-        teardown = "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"\n"
+        setup = '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n'
+        teardown = '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n'
         config = {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [str(self.volumes)]}]}
         objects: list[Obj] = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PROVISIONER_NAMESPACE}},

@@ -62,8 +62,8 @@ def check_host() -> None:
     """Root and the node's programs; each missing piece named with its Debian package."""
     if os.geteuid() != 0:
         raise SandboxError(
-            "the data tier runs a real node (containerd, runc, the kubelet) in namespaces of its own, which needs root; "
-            "run `sudo make data` (or `sudo make test`), or `make unit` for the tiers that need no root"
+            "the data tier runs a real node (containerd, runc, the kubelet) in namespaces of its own, "
+            "which needs root: run `sudo make data` (or `sudo make test`); `make unit` needs no root"
         )
     missing = sorted({package for tool, package in TOOLS.items() if shutil.which(tool) is None})
     if not (CNI_BIN / "bridge").exists():
@@ -82,7 +82,9 @@ def hierarchies() -> list[Path]:
     """The mounted cgroup hierarchies (v1 controllers, the named systemd one, or the v2 root)."""
     if (CGROUP_ROOT / "cgroup.controllers").exists():
         return [CGROUP_ROOT]
-    return sorted(p for p in CGROUP_ROOT.iterdir() if p.is_dir() and not p.is_symlink() and (p / "cgroup.procs").exists())
+    return sorted(
+        p for p in CGROUP_ROOT.iterdir() if p.is_dir() and not p.is_symlink() and (p / "cgroup.procs").exists()
+    )
 
 
 def make_cgroups(name: str) -> None:

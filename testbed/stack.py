@@ -194,7 +194,9 @@ class Stack:
                 self.node = RealNode(self.plane, *node_parts)
                 self.node.start()
             else:
-                self.agent = NodeAgent(self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour)
+                self.agent = NodeAgent(
+                    self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour
+                )
                 self.agent.start()
             self.start_hooks()
             self._apply_controllers()

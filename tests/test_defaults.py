@@ -2,12 +2,12 @@
 
 Each command goes through real shells (``sh`` as the kubelet would exec it, plus dash,
 bash in POSIX mode and BusyBox's ash where installed) with small stand-in programs on
-PATH for the images' binaries (pg_isready, psql, pg_ctl, gosu, id, redis-cli, valkey-cli,
+PATH for the images' binaries (pg_isready, psql, redis-cli, valkey-cli,
 mysqladmin, mysql, sleep): real processes, asserting exit codes, output and the exact
-arguments each program got. Where a PostgreSQL server is installed, the postgres
-commands also run against a real one: pg_isready and psql log in over TCP with a
-password, and pg_ctl stops it, smartly or by escalating to fast with a session open.
-The official images themselves cannot be pulled here.
+arguments each program got. Where a PostgreSQL server is installed, the seed also
+runs against a real one: pg_isready and psql log in over TCP with a password. The
+drain runs beside processes titled as PostgreSQL's backends, in a PID namespace of
+their own. The data tier (``tests/data/``) runs every default in the images it names.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -242,83 +242,92 @@ def test_seed_is_safe_to_run_again(fakes: Fakes, shell: tuple[str, ...]) -> None
 
 # --- drain ------------------------------------------------------------------------------------
 
-# id -u answers FAKE_UID; gosu records the user and runs the rest as-is; pg_ctl records
-# who ran it and exits with SMART_EXIT / FAST_EXIT for each mode.
-ID = '[ "$1" = -u ] && echo "${FAKE_UID:-0}"'
-GOSU = 'export GOSU_USER="$1"\nshift\nexec "$@"'
-PG_CTL = """
-printf 'pg_ctl-as %s\\n' "${GOSU_USER:-self}" >> "$CALLS"
-case " $* " in
-  *" -m smart "*) exit "${SMART_EXIT:-0}" ;;
-  *" -m fast "*) exit "${FAST_EXIT:-0}" ;;
-esac
-exit 9
+# Processes titled as PostgreSQL titles its backends (``exec -a``), in a PID namespace of their
+# own with the drain: it scans /proc, and must never see (let alone end) a real server's sessions.
+CLIENT_TITLES = ("postgres: app orders 10.1.2.3(5555) idle", "postgres: postgres postgres [local] idle in transaction")
+OTHER_TITLES = ("postgres: checkpointer", "postgres: logical replication launcher", "postgres: walwriter", "postgres")
+
+
+@dataclass
+class Drained:
+    code: int
+    err: str
+    seconds: float
+    ended: list[str]  # titles of the processes the drain ended
+    kept: list[str]  # titles still running when it returned
+
+
+def drain_among(shell: tuple[str, ...], titles: tuple[str, ...], grace: int, *, lasting: str = "60") -> Drained:
+    """Start processes with ``titles`` (each sleeping ``lasting`` s), run the drain beside them, report."""
+    starts = "\n".join(f"bash -c 'exec -a \"$1\" sleep {lasting}' _ {shlex.quote(t)} &" for t in titles)
+    script = f"""{starts}
+sleep 0.3
+began=$(date +%s%N)
+SHARDDB_DRAIN_SECONDS={grace} {" ".join(argv(shell, DEFAULT_DRAIN_COMMAND)[:-1])} "$DRAIN" 2>"$ERR"
+code=$?
+echo "code $code $(( ($(date +%s%N) - began) / 1000000 ))"
+sleep 0.3
+for dir in /proc/[0-9]*; do
+  title=$(tr '\\0' ' ' <"$dir/cmdline" 2>/dev/null) || continue
+  case $title in "postgres"*) echo "kept $title" ;; esac
+done
 """
-PGDATA = "/var/lib/postgresql/data/pgdata"
-
-
-def drain_fakes(fakes: Fakes) -> None:
-    fakes.add("id", ID)
-    fakes.add("gosu", GOSU)
-    fakes.add("pg_ctl", PG_CTL)
-
-
-@pytest.mark.parametrize("shell", SHELLS)
-def test_drain_as_root_goes_through_gosu_to_the_postgres_user(fakes: Fakes, shell: tuple[str, ...]) -> None:
-    drain_fakes(fakes)
-    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, FAKE_UID="0", PGDATA=PGDATA, SHARDDB_DRAIN_SECONDS="60")
-    assert run.code == 0, run.err
-    assert named(run.calls, "gosu") == [f"gosu postgres pg_ctl stop -D {PGDATA} -m smart -t 30"]
-    assert named(run.calls, "pg_ctl-as") == ["pg_ctl-as postgres"]
-
-
-@pytest.mark.parametrize("shell", SHELLS)
-def test_drain_as_the_postgres_uid_runs_pg_ctl_itself(fakes: Fakes, shell: tuple[str, ...]) -> None:
-    drain_fakes(fakes)
-    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, FAKE_UID="999", PGDATA=PGDATA, SHARDDB_DRAIN_SECONDS="60")
-    assert run.code == 0, run.err
-    assert named(run.calls, "gosu") == []
-    assert named(run.calls, "pg_ctl") == [f"pg_ctl stop -D {PGDATA} -m smart -t 30"]
-    assert named(run.calls, "pg_ctl-as") == ["pg_ctl-as self"]
+    with tempfile.NamedTemporaryFile("r") as err:
+        private = ["unshare", "--pid", "--fork", "--mount-proc"]
+        if not IS_ROOT:
+            private[1:1] = ["--user", "--map-root-user"]
+        done = subprocess.run(
+            [*private, "bash", "-c", script],
+            env={"PATH": "/usr/bin:/bin", "DRAIN": DEFAULT_DRAIN_COMMAND[2], "ERR": err.name},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        _, code, millis = next(line for line in lines if line.startswith("code ")).split()
+        kept = [
+            line.removeprefix("kept ").removesuffix(f" {lasting} ").strip()
+            for line in lines
+            if line.startswith("kept ")
+        ]
+        ended = [title for title in titles if title not in kept]
+        return Drained(int(code), err.read(), int(millis) / 1000, ended, kept)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-@pytest.mark.parametrize("uid", ["0", "999"])
-def test_drain_escalates_to_a_fast_stop_when_sessions_stay(fakes: Fakes, shell: tuple[str, ...], uid: str) -> None:
-    drain_fakes(fakes)
-    env = {"FAKE_UID": uid, "PGDATA": PGDATA, "SHARDDB_DRAIN_SECONDS": "60", "SMART_EXIT": "1"}
-    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, **env)
-    assert run.code == 0, run.err
-    assert named(run.calls, "pg_ctl") == [
-        f"pg_ctl stop -D {PGDATA} -m smart -t 30",
-        f"pg_ctl stop -D {PGDATA} -m fast -t 25",
-    ]
-    assert "drain: smart stop did not finish in 30s; stopping fast" in run.err
-
-    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, **env, FAST_EXIT="1")
-    assert run.code == 1
-
-
-@pytest.mark.parametrize(
-    ("grace", "smart", "fast"), [(60, 30, 25), (61, 30, 26), (30, 15, 10), (10, 5, 1), (1, 1, 1), (86400, 43200, 43195)]
-)
-def test_drain_splits_the_grace_period_and_keeps_five_seconds(fakes: Fakes, grace: int, smart: int, fast: int) -> None:
-    drain_fakes(fakes)
-    env = {"FAKE_UID": "999", "PGDATA": PGDATA, "SHARDDB_DRAIN_SECONDS": str(grace), "SMART_EXIT": "1"}
-    run = fakes.run(("sh",), DEFAULT_DRAIN_COMMAND, **env)
-    assert named(run.calls, "pg_ctl") == [
-        f"pg_ctl stop -D {PGDATA} -m smart -t {smart}",
-        f"pg_ctl stop -D {PGDATA} -m fast -t {fast}",
-    ]
+def test_drain_returns_at_once_when_no_client_session_is_open(shell: tuple[str, ...]) -> None:
+    drained = drain_among(shell, OTHER_TITLES, grace=60)
+    assert drained.code == 0, drained.err
+    assert drained.err == ""
+    assert drained.ended == [], "the drain ended a process that is no client session"
+    assert drained.seconds < 30, "it waited for sessions where there were none"
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_drain_without_pgdata_fails_before_stopping_anything(fakes: Fakes, shell: tuple[str, ...]) -> None:
-    drain_fakes(fakes)
-    run = fakes.run(shell, DEFAULT_DRAIN_COMMAND, FAKE_UID="999", SHARDDB_DRAIN_SECONDS="60")
-    assert run.code != 0
-    assert "PGDATA" in run.err
-    assert named(run.calls, "pg_ctl") == []
+def test_drain_ends_the_sessions_still_open_after_half_the_grace(shell: tuple[str, ...]) -> None:
+    drained = drain_among(shell, CLIENT_TITLES + OTHER_TITLES, grace=4)
+    assert drained.code == 0, drained.err
+    assert drained.seconds >= 2, "it did not wait half the grace period for the sessions"
+    assert sorted(drained.ended) == sorted(CLIENT_TITLES)
+    assert "drain: 2 client sessions still open after 2s; ending them" in drained.err
+
+
+def test_drain_stops_waiting_when_the_last_session_ends() -> None:
+    drained = drain_among(("sh",), CLIENT_TITLES, grace=120, lasting="2")
+    assert drained.code == 0, drained.err
+    assert drained.err == "", "it ended sessions that were ending by themselves"
+    assert drained.seconds < 60, "it waited on after the last session ended"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_drain_without_its_grace_fails_before_touching_anything(shell: tuple[str, ...]) -> None:
+    done = subprocess.run(
+        argv(shell, DEFAULT_DRAIN_COMMAND), env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert "SHARDDB_DRAIN_SECONDS" in done.stderr
 
 
 # --- flush ------------------------------------------------------------------------------------
@@ -676,25 +685,12 @@ def server(cluster: Server) -> Iterator[Server]:
             cluster.pg("-m", "immediate", "-w", "stop", check=False)
 
 
-@pytest.fixture
-def gosu(tmp_path: Path) -> Path:
-    """A stand-in for the image's gosu: switch to the named user (setpriv does the same syscalls), then exec."""
-    folder = tmp_path / "gosu-bin"
-    folder.mkdir()
-    (folder / "gosu").write_text(
-        '#!/bin/sh\nprintf \'%s\\n\' "gosu $*" >> "$CALLS"\n'
-        'user=$1\nshift\nexec setpriv --reuid="$user" --regid="$user" --init-groups -- "$@"\n'
-    )
-    (folder / "gosu").chmod(0o755)
-    return folder
-
-
-def run_real(command: list[str] | tuple[str, ...], env: dict[str, str], owner: bool = False) -> Run:
+def run_real(command: list[str] | tuple[str, ...], env: dict[str, str]) -> Run:
     with tempfile.NamedTemporaryFile("r", prefix="calls-") as calls:
         os.chmod(calls.name, 0o666)
         line = argv(("sh",), command)
         done = subprocess.run(
-            as_owner(line) if owner else line,
+            line,
             env={**env, "CALLS": calls.name},
             capture_output=True,
             text=True,
@@ -702,42 +698,6 @@ def run_real(command: list[str] | tuple[str, ...], env: dict[str, str], owner: b
             check=False,
         )
         return Run(done.returncode, done.stdout, done.stderr, Path(calls.name).read_text().splitlines())
-
-
-def open_session(server: Server) -> subprocess.Popen[str]:
-    """A client that keeps a session open, as an application would, until the server ends it."""
-    assert PG_BIN is not None
-    client = [str(PG_BIN / "psql"), "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "-d", "postgres"]
-    session = subprocess.Popen(
-        [*client, "-c", "SELECT pg_sleep(600)"],
-        env={"PATH": "/usr/bin:/bin", "PGPASSWORD": PASSWORD},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for(lambda: "pg_sleep" in sessions(server), "the client's session to start")
-    return session
-
-
-def sessions(server: Server) -> str:
-    assert PG_BIN is not None
-    query = "SELECT query FROM pg_stat_activity WHERE backend_type = 'client backend'"
-    done = subprocess.run(
-        [str(PG_BIN / "psql"), "-X", "-At", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "-c", query],
-        env={"PATH": "/usr/bin:/bin", "PGPASSWORD": PASSWORD},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    return done.stdout
-
-
-def wait_for(condition: Callable[[], bool], what: str, seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 @needs_postgres
@@ -761,59 +721,3 @@ def test_real_seed_logs_in_over_tcp_with_the_password(server: Server) -> None:
     run = run_real(DEFAULT_SEED_COMMAND, env)  # no password: waiting is all it does
     assert run.code == 0, run.err
     assert "logged in" not in run.out
-
-
-@needs_postgres
-@pytest.mark.skipif(not IS_ROOT, reason="shows what happens as root")
-def test_real_pg_ctl_refuses_root_which_is_why_the_drain_uses_gosu(server: Server) -> None:
-    assert PG_BIN is not None
-    done = subprocess.run([str(PG_BIN / "pg_ctl"), "stop", "-D", str(server.data)], capture_output=True, text=True)
-    assert done.returncode == 1
-    assert "cannot be run as root" in done.stderr
-    assert server.running()
-
-
-@needs_postgres
-@pytest.mark.skipif(not IS_ROOT, reason="the root path needs root")
-def test_real_drain_as_root_stops_the_server_smartly_through_gosu(server: Server, gosu: Path) -> None:
-    env = {**server.env(), "SHARDDB_DRAIN_SECONDS": "30"}
-    env["PATH"] = f"{gosu}:{env['PATH']}"
-    run = run_real(DEFAULT_DRAIN_COMMAND, env)
-    assert run.code == 0, run.err
-    assert run.calls == [f"gosu postgres pg_ctl stop -D {server.data} -m smart -t 15"]
-    assert not server.running()
-    log = server.log.read_text()
-    assert "received smart shutdown request" in log
-    assert "received fast shutdown request" not in log
-
-
-@needs_postgres
-def test_real_drain_as_the_data_owner_needs_no_gosu(server: Server) -> None:
-    env = {**server.env(), "SHARDDB_DRAIN_SECONDS": "30"}
-    run = run_real(DEFAULT_DRAIN_COMMAND, env, owner=True)  # PATH has no gosu at all
-    assert run.code == 0, run.err
-    assert not server.running()
-    assert "received smart shutdown request" in server.log.read_text()
-
-
-@needs_postgres
-@pytest.mark.slow
-def test_real_drain_escalates_to_fast_while_a_session_stays_open(server: Server) -> None:
-    session = open_session(server)
-    try:
-        env = {**server.env(), "SHARDDB_DRAIN_SECONDS": "14"}  # smart for 7 s, then fast for 2 s
-        started = time.monotonic()
-        run = run_real(DEFAULT_DRAIN_COMMAND, env, owner=True)
-        took = time.monotonic() - started
-        assert run.code == 0, run.err
-        assert "drain: smart stop did not finish in 7s; stopping fast" in run.err
-        assert not server.running()
-        assert 7 <= took < 14 - 3
-        log = server.log.read_text()
-        assert "received smart shutdown request" in log
-        assert "received fast shutdown request" in log
-        assert session.wait(timeout=30) != 0  # the session was ended by the server
-    finally:
-        if session.poll() is None:
-            session.kill()
-            session.wait()

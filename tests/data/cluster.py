@@ -68,7 +68,9 @@ class Cluster:
 
     def sql(self, pod: str, statement: str) -> str:
         """One statement in a shard pod, as the image's superuser over its local socket."""
-        return self.exec(pod, "db", "psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-c", statement).strip()
+        return self.exec(
+            pod, "db", "psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-c", statement
+        ).strip()
 
     def logs(self, pod: str, container: str, previous: bool = False) -> str:
         params = {"container": container, **({"previous": "true"} if previous else {})}

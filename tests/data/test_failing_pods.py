@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from testbed import images
@@ -50,7 +51,16 @@ def test_a_missing_secret_is_named_create_container_config_error(sharddbs: Shard
     sharddbs.create("nosecret", spec(env=[secret]))
     found = degraded(sharddbs, "nosecret", "nosecret-db-0: CreateContainerConfigError")
     assert found["reason"] == "ShardPodsFailing"
-    cluster.apply([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "not-yet", "namespace": cluster.namespace}, "stringData": {"password": "late"}}])
+    cluster.apply(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "not-yet", "namespace": cluster.namespace},
+                "stringData": {"password": "late"},
+            }
+        ]
+    )
     sharddbs.available("nosecret", timeout=300)
 
 
@@ -59,5 +69,20 @@ def test_an_entrypoint_that_exits_non_zero_is_named_crash_loop_back_off(sharddbs
     sharddbs.create("nopassword", spec(env=[]))
     found = degraded(sharddbs, "nopassword", "nopassword-db-0: CrashLoopBackOff")
     assert found["reason"] == "ShardPodsFailing"
-    said = cluster.logs("nopassword-db-0", "db", previous=True)
-    assert "superuser password is not specified" in said, said
+    # The kubelet keeps the last crashed container's log: as the previous one once it restarted again.
+    wait_until(
+        "the entrypoint's own words in the crashed container's log",
+        lambda: any("superuser password is not specified" in said for said in crashed_logs(cluster, "nopassword-db-0")),
+        60,
+        1.0,
+    )
+
+
+def crashed_logs(cluster: Cluster, pod: str) -> list[str]:
+    said = []
+    for previous in (False, True):
+        try:
+            said.append(cluster.logs(pod, "db", previous=previous))
+        except httpx.HTTPStatusError:
+            continue
+    return said

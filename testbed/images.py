@@ -1,0 +1,671 @@
+"""Container images for tests that run real containers, built here because no registry is reachable.
+
+``build_images()`` (or ``python -m testbed.images``) writes three OCI image archives
+that ``ctr -n k8s.io images import`` loads: postgres:15 and redis:7.0 made as the
+official images' recipes make them (``shared/images/``, beside the repository) but
+from Debian bookworm's packages with mmdebstrap, and Kubernetes' pause container
+compiled from its C source. Each is built once into a cache outside the repository,
+under a key of everything it is made of; a later call finds it and builds nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import hashlib
+import io
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+# Bump when the way an image is made changes in a way its key does not see.
+BUILD_VERSION = "1"
+SUITE = "bookworm"
+KUBE_MODULE = "k8s.io/kubernetes"
+KUBE_VERSION = "v1.34.4"
+
+POSTGRES = "docker.io/library/postgres:15"
+POSTGRES_ROLLOUT = "docker.io/library/postgres:15-rollout"
+REDIS = "docker.io/library/redis:7.0"
+REDIS_ROLLOUT = "docker.io/library/redis:7.0-rollout"
+PAUSE = "registry.k8s.io/pause:3.10"
+
+HERE = Path(__file__).resolve().parent
+HOOKS = HERE / "image-recipes"
+DEFAULT_RECIPES = HERE.parent.parent / "shared" / "images"
+MERGED_USR = Path("/usr/share/mmdebstrap/hooks/merged-usr")
+FALLBACK_MIRROR = "http://deb.debian.org/debian"
+FALLBACK_SECURITY = "http://deb.debian.org/debian-security"
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PG_MAJOR = "15"
+PGDATA = "/var/lib/postgresql/data"
+# What debian:bookworm-slim leaves out (its /etc/dpkg/dpkg.cfg.d/docker), which the recipes start from.
+SLIM_EXCLUDES = (
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/groff/*",
+    "path-exclude=/usr/share/info/*",
+    "path-exclude=/usr/share/lintian/*",
+    "path-exclude=/usr/share/linda/*",
+)
+LOCALE_EXCLUDE = "path-exclude=/usr/share/locale/*"  # the postgres recipe takes it out again
+# debian:bookworm-slim is minbase; finish.sh cleans /run itself, keeping /run/postgresql.
+MMDEBSTRAP_OPTIONS = ("--mode=root", "--variant=minbase", "--format=tar", "--skip=cleanup/run")
+PAUSE_CFLAGS = ("-Os", "-Wall", "-Werror", "-static")  # build/pause/Makefile's CFLAGS, less -DVERSION
+
+MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+INDEX = "application/vnd.oci.image.index.v1+json"
+CONFIG = "application/vnd.oci.image.config.v1+json"
+LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+
+Obj = dict[str, Any]
+
+
+class ImageBuildError(RuntimeError):
+    """An image cannot be built here; the message says what is missing and how to get it."""
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """The archives, each for ``ctr -n k8s.io images import``."""
+
+    postgres: Path  # docker.io/library/postgres:15 and :15-rollout
+    redis: Path  # docker.io/library/redis:7.0 and :7.0-rollout
+    pause: Path  # registry.k8s.io/pause:3.10
+
+    @property
+    def archives(self) -> tuple[Path, ...]:
+        return (self.postgres, self.redis, self.pause)
+
+
+def _versioned(name: str, versions: Mapping[str, str]) -> list[str]:
+    return [f"{name}={versions[name]}"] if name in versions else []
+
+
+def postgres_config(versions: Mapping[str, str] | None = None) -> Obj:
+    """The image config of the postgres recipe; ``versions`` gives GOSU_VERSION and PG_VERSION (Debian's)."""
+    found = versions or {}
+    return {
+        "Env": [
+            f"PATH={DEFAULT_PATH}:/usr/lib/postgresql/{PG_MAJOR}/bin",
+            *_versioned("GOSU_VERSION", found),
+            "LANG=en_US.utf8",
+            f"PG_MAJOR={PG_MAJOR}",
+            *_versioned("PG_VERSION", found),
+            f"PGDATA={PGDATA}",
+        ],
+        "Entrypoint": ["docker-entrypoint.sh"],
+        "Cmd": ["postgres"],
+        "ExposedPorts": {"5432/tcp": {}},
+        "Volumes": {PGDATA: {}},
+        "StopSignal": "SIGINT",
+    }
+
+
+def redis_config(versions: Mapping[str, str] | None = None) -> Obj:
+    """The image config of the redis recipe; ``versions`` gives GOSU_VERSION and REDIS_VERSION (Debian's)."""
+    found = versions or {}
+    return {
+        "Env": [f"PATH={DEFAULT_PATH}", *_versioned("GOSU_VERSION", found), *_versioned("REDIS_VERSION", found)],
+        "Entrypoint": ["docker-entrypoint.sh"],
+        "Cmd": ["redis-server"],
+        "WorkingDir": "/data",
+        "ExposedPorts": {"6379/tcp": {}},
+        "Volumes": {"/data": {}},
+    }
+
+
+def pause_config() -> Obj:
+    """The image config of build/pause's Dockerfile: the static binary alone, as nobody."""
+    return {"User": "65535:65535", "Env": [f"PATH={DEFAULT_PATH}"], "Entrypoint": ["/pause"], "WorkingDir": "/"}
+
+
+@dataclass(frozen=True)
+class DebianImage:
+    """How one official image is made again from Debian packages."""
+
+    name: str
+    refs: tuple[str, ...]
+    recipe: str  # its folder under shared/images
+    files: tuple[str, ...]  # the recipe files the image needs
+    account: tuple[str, ...]  # account.sh's arguments: name, id, home, shell[, home mode]
+    packages: tuple[str, ...]  # mmdebstrap --include
+    customize: tuple[str, ...]  # a hook script and its arguments after the chroot and the recipe folder
+    hooks: tuple[str, ...]  # every file of image-recipes/ it uses
+    dpkg_options: tuple[str, ...]
+    config: Callable[[Mapping[str, str] | None], Obj]
+    # Env variables the recipe sets to a version: which Debian package's version, and upstream part only?
+    versions: tuple[tuple[str, str, bool], ...]
+
+
+POSTGRES_IMAGE = DebianImage(
+    name="postgres",
+    refs=(POSTGRES, POSTGRES_ROLLOUT),
+    recipe="postgres-15",
+    files=("Dockerfile", "docker-entrypoint.sh", "docker-ensure-initdb.sh"),
+    account=("postgres", "999", "/var/lib/postgresql", "/bin/bash", "1777"),
+    # The recipe's packages, less gnupg (it only fetched the PostgreSQL apt repository's key);
+    # postgresql-common alone first, the server after its main cluster is turned off.
+    packages=("gosu", "less", "libnss-wrapper", "locales", "postgresql-common", "tzdata", "xz-utils", "zstd"),
+    customize=("postgres.sh", PG_MAJOR, f"postgresql-{PG_MAJOR}", f"postgresql-client-{PG_MAJOR}"),
+    hooks=("account.sh", "postgres.sh", "finish.sh"),
+    dpkg_options=SLIM_EXCLUDES,
+    config=postgres_config,
+    versions=(("GOSU_VERSION", "gosu", True), ("PG_VERSION", f"postgresql-{PG_MAJOR}", False)),
+)
+REDIS_IMAGE = DebianImage(
+    name="redis",
+    refs=(REDIS, REDIS_ROLLOUT),
+    recipe="redis-7.0",
+    files=("Dockerfile", "docker-entrypoint.sh"),
+    account=("redis", "999", "/home/redis", "/bin/sh"),
+    packages=("gosu", "redis-server", "redis-tools", "tzdata"),
+    customize=("redis.sh",),
+    hooks=("account.sh", "redis.sh", "redis-server", "finish.sh"),
+    dpkg_options=(*SLIM_EXCLUDES, LOCALE_EXCLUDE),
+    config=redis_config,
+    versions=(("GOSU_VERSION", "gosu", True), ("REDIS_VERSION", "redis-server", True)),
+)
+
+
+def _say(message: str) -> None:
+    print(f"images: {message}", file=sys.stderr, flush=True)
+
+
+def recipes_dir() -> Path:
+    """The official recipes' folder: SHARDDB_IMAGES_RECIPES, else SHARDDB_SHARED/images, else ../shared/images."""
+    if explicit := os.environ.get("SHARDDB_IMAGES_RECIPES"):
+        path = Path(explicit)
+    elif shared := os.environ.get("SHARDDB_SHARED"):
+        path = Path(shared) / "images"
+    else:
+        path = DEFAULT_RECIPES
+    missing = [f"{image.recipe}/{name}" for image in (POSTGRES_IMAGE, REDIS_IMAGE) for name in image.files]
+    missing = [name for name in missing if not (path / name).is_file()]
+    if missing:
+        raise ImageBuildError(
+            f"the official images' recipes are not in {path} (missing: {', '.join(missing)}): place shared/ "
+            "beside the repository (shared/images/postgres-15/, shared/images/redis-7.0/), or set SHARDDB_SHARED "
+            "to the shared/ folder or SHARDDB_IMAGES_RECIPES to its images/ folder"
+        )
+    return path
+
+
+def cache_root() -> Path:
+    """SHARDDB_IMAGE_CACHE, else $XDG_CACHE_HOME/sharddb/images, else ~/.cache/sharddb/images."""
+    if explicit := os.environ.get("SHARDDB_IMAGE_CACHE"):
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sharddb" / "images"
+
+
+class _Key:
+    """A sha256 over labelled parts, each length-prefixed so no two inputs run together."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+
+    def add(self, label: str, data: str | bytes) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        self._hash.update(f"{label}\0{len(raw)}\0".encode())
+        self._hash.update(raw)
+
+    def hex(self) -> str:
+        return self._hash.hexdigest()[:16]
+
+
+def image_key(image: DebianImage, recipes: Path) -> str:
+    """The cache key: the recipe's files, the hooks, packages, options, config, suite and build version."""
+    key = _Key()
+    key.add("build", BUILD_VERSION)
+    key.add("suite", SUITE)
+    key.add("packages", "\n".join(image.packages))
+    key.add("customize", "\n".join(image.customize))
+    key.add("account", "\n".join(image.account))
+    key.add("dpkg", "\n".join(image.dpkg_options))
+    key.add("mmdebstrap", "\n".join(MMDEBSTRAP_OPTIONS))
+    key.add("config", json.dumps(image.config(None), sort_keys=True))
+    key.add("versions", json.dumps(image.versions))
+    folder = recipes / image.recipe
+    for path in sorted(folder.iterdir()):
+        if path.is_file():
+            key.add(f"recipe/{path.name}", path.read_bytes())
+    for name in image.hooks:
+        key.add(f"hook/{name}", (HOOKS / name).read_bytes())
+    return key.hex()
+
+
+def pause_key() -> str:
+    """The pause image's key: the module version names its source exactly (go.sum pins it)."""
+    key = _Key()
+    key.add("build", BUILD_VERSION)
+    key.add("module", f"{KUBE_MODULE}@{KUBE_VERSION}")
+    key.add("cflags", " ".join(PAUSE_CFLAGS))
+    key.add("config", json.dumps(pause_config(), sort_keys=True))
+    return key.hex()
+
+
+def _apt_entries(apt_dir: Path) -> Iterator[tuple[str, list[str]]]:
+    """(URI, suites) of every enabled ``deb`` entry in apt's sources, one-line and deb822 alike."""
+    one_line = [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*.list"))]
+    for path in one_line:
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
+            if len(words) >= 3 and words[0] == "deb":
+                yield words[1], [words[2]]
+    for path in sorted((apt_dir / "sources.list.d").glob("*.sources")):
+        if not path.is_file():
+            continue
+        for stanza in re.split(r"\n\s*\n", path.read_text()):
+            fields: dict[str, str] = {}
+            for line in stanza.splitlines():
+                if line.startswith("#") or ":" not in line or line[:1].isspace():
+                    continue
+                name, value = line.split(":", 1)
+                fields[name.strip().lower()] = value.strip()
+            if "deb" not in fields.get("types", "").split() or fields.get("enabled", "yes").lower() == "no":
+                continue
+            for uri in fields.get("uris", "").split():
+                yield uri, fields.get("suites", "").split()
+
+
+def debian_sources(suite: str = SUITE, apt_dir: Path = Path("/etc/apt")) -> list[str]:
+    """apt lines for ``suite``, its -updates and -security, from this machine's mirrors (else deb.debian.org)."""
+    found: dict[str, str] = {}
+    for uri, suites in _apt_entries(apt_dir):
+        for name in suites:
+            found.setdefault(name, uri)
+    if suite not in found:
+        found = {suite: FALLBACK_MIRROR, f"{suite}-updates": FALLBACK_MIRROR, f"{suite}-security": FALLBACK_SECURITY}
+    wanted = (suite, f"{suite}-updates", f"{suite}-security")
+    return [f"deb {found[name]} {name} main" for name in wanted if name in found]
+
+
+def package_versions(status: str) -> dict[str, str]:
+    """Installed package -> version, from a dpkg status file."""
+    versions: dict[str, str] = {}
+    for stanza in status.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[:1] != " ")
+        if fields.get("Status", "").endswith(" installed") and "Package" in fields:
+            versions[fields["Package"]] = fields.get("Version", "")
+    return versions
+
+
+def debian_version(version: str, upstream: bool) -> str:
+    """A Debian version without its epoch, and with ``upstream`` without its Debian revision."""
+    version = version.split(":", 1)[-1]
+    return version.rsplit("-", 1)[0] if upstream else version
+
+
+def env_versions(image: DebianImage, installed: Mapping[str, str]) -> dict[str, str]:
+    """The recipe's version variables, set to what Debian installed."""
+    return {
+        name: debian_version(installed[package], upstream)
+        for name, package, upstream in image.versions
+        if package in installed
+    }
+
+
+class _Hashing(io.RawIOBase):
+    """A writer that hashes and counts what passes through it to ``target``."""
+
+    def __init__(self, target: IO[bytes]) -> None:
+        super().__init__()
+        self.target = target
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self.sha.update(view)
+        self.size += view.nbytes
+        self.target.write(view)
+        return view.nbytes
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    @property
+    def digest(self) -> str:
+        return f"sha256:{self.sha.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One gzip layer blob: its digest and size, and the digest of its uncompressed tar (the diff_id)."""
+
+    path: Path
+    digest: str
+    size: int
+    diff_id: str
+
+
+def write_layer(source: IO[bytes], out: Path, keep: frozenset[str] = frozenset()) -> tuple[Layer, dict[str, bytes]]:
+    """Copies a tar stream into a gzip layer, without device nodes; returns it and the files named in ``keep``."""
+    kept: dict[str, bytes] = {}
+    with out.open("wb") as raw:
+        compressed = _Hashing(cast(IO[bytes], raw))
+        with gzip.GzipFile(fileobj=compressed, mode="wb", compresslevel=6, mtime=0) as zipped:
+            plain = _Hashing(cast(IO[bytes], zipped))
+            with (
+                tarfile.open(fileobj=source, mode="r|") as tar_in,
+                tarfile.open(fileobj=cast(IO[bytes], plain), mode="w|", format=tarfile.PAX_FORMAT) as tar_out,
+            ):
+                for member in tar_in:
+                    if member.ischr() or member.isblk() or member.isfifo():
+                        continue  # the runtime makes /dev; a layer carries no device nodes
+                    data = tar_in.extractfile(member) if member.isreg() else None
+                    name = member.name.removeprefix("./")
+                    if data is not None and name in keep:
+                        kept[name] = data.read()
+                        data = io.BytesIO(kept[name])
+                    tar_out.addfile(member, data)
+    return Layer(out, compressed.digest, compressed.size, plain.digest), kept
+
+
+def _blob(data: bytes) -> tuple[str, bytes]:
+    return f"sha256:{hashlib.sha256(data).hexdigest()}", data
+
+
+def _architecture() -> str:
+    machine = platform.machine()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+
+
+def write_archive(out: Path, layer: Layer, config: Obj, refs: tuple[str, ...], history: str) -> None:
+    """An OCI image layout of one layer, as one tar; index.json names the manifest once per ref."""
+    arch = _architecture()
+    config_digest, config_blob = _blob(
+        json.dumps(
+            {
+                "architecture": arch,
+                "os": "linux",
+                "config": config,
+                "rootfs": {"type": "layers", "diff_ids": [layer.diff_id]},
+                "history": [{"created_by": history}],
+            },
+            indent=2,
+        ).encode()
+    )
+    manifest_digest, manifest_blob = _blob(
+        json.dumps(
+            {
+                "schemaVersion": 2,
+                "mediaType": MANIFEST,
+                "config": {"mediaType": CONFIG, "digest": config_digest, "size": len(config_blob)},
+                "layers": [{"mediaType": LAYER, "digest": layer.digest, "size": layer.size}],
+            },
+            indent=2,
+        ).encode()
+    )
+    index = {
+        "schemaVersion": 2,
+        "mediaType": INDEX,
+        "manifests": [
+            {
+                "mediaType": MANIFEST,
+                "digest": manifest_digest,
+                "size": len(manifest_blob),
+                "platform": {"architecture": arch, "os": "linux"},
+                "annotations": {
+                    "io.containerd.image.name": ref,
+                    "org.opencontainers.image.ref.name": ref.rsplit(":")[-1],
+                },
+            }
+            for ref in refs
+        ],
+    }
+
+    def add(tar: tarfile.TarFile, name: str, data: bytes | None = None, path: Path | None = None) -> None:
+        info = tarfile.TarInfo(name)
+        if data is None and path is None:
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+            return
+        info.mode = 0o644
+        if path is not None:
+            info.size = path.stat().st_size
+            with path.open("rb") as stream:
+                tar.addfile(info, stream)
+        else:
+            assert data is not None
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
+        add(tar, "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode())
+        add(tar, "blobs")
+        add(tar, "blobs/sha256")
+        add(tar, f"blobs/sha256/{config_digest.split(':')[1]}", config_blob)
+        add(tar, f"blobs/sha256/{manifest_digest.split(':')[1]}", manifest_blob)
+        add(tar, f"blobs/sha256/{layer.digest.split(':')[1]}", path=layer.path)
+        add(tar, "index.json", json.dumps(index, indent=2).encode())
+
+
+def _need(program: str, how: str) -> str:
+    found = shutil.which(program)
+    if found is None:
+        raise ImageBuildError(f"{program} is required to build the test images: {how}")
+    return found
+
+
+def _hook(script: str, *args: str) -> str:
+    """A hook command for mmdebstrap, which runs it under sh with the chroot as $1."""
+    return " ".join(["sh", shlex.quote(str(HOOKS / script)), '"$1"', *(shlex.quote(arg) for arg in args)])
+
+
+def mmdebstrap_command(image: DebianImage, recipes: Path, sources: list[str]) -> list[str]:
+    """The mmdebstrap run that writes the image's root file system as a tar to stdout."""
+    merged_usr = [f"--hook-dir={MERGED_USR}"] if MERGED_USR.is_dir() else []
+    return [
+        "mmdebstrap",
+        "--verbose",
+        *MMDEBSTRAP_OPTIONS,
+        *merged_usr,  # merged /usr as debian:bookworm-slim, without usrmerge and the perl it pulls in
+        f"--include={','.join(image.packages)}",
+        *(f"--dpkgopt={option}" for option in image.dpkg_options),
+        f"--essential-hook={_hook('account.sh', *image.account)}",
+        f"--customize-hook={_hook(image.customize[0], str(recipes / image.recipe), *image.customize[1:])}",
+        f"--customize-hook={_hook('finish.sh')}",
+        SUITE,
+        "-",
+        *sources,
+    ]
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    text = path.read_text(errors="replace").splitlines() if path.exists() else []
+    return "\n".join(text[-lines:])
+
+
+def _build_debian(image: DebianImage, recipes: Path, work: Path) -> str:
+    """Writes work/image.tar for ``image``; returns what the progress line adds."""
+    _need("mmdebstrap", "apt-get install mmdebstrap")
+    if os.geteuid() != 0:
+        raise ImageBuildError("building the test images needs root (mmdebstrap's root mode chroots and chowns)")
+    sources = debian_sources()
+    _say(f"{image.name}: mmdebstrap {SUITE} from {sources[0].split()[1]} (a few minutes; log: {work / 'build.log'})")
+    command = mmdebstrap_command(image, recipes, sources)
+    with (work / "build.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        assert process.stdout is not None
+        status = "var/lib/dpkg/status"
+        broken: Exception | None = None
+        try:
+            layer, kept = write_layer(process.stdout, work / "layer.tar.gz", frozenset({status}))
+        except (tarfile.TarError, OSError) as error:
+            broken = error  # mmdebstrap failing ends its tar early: its exit code tells more
+            time.sleep(1)
+            if process.poll() is None:
+                process.kill()
+        finally:
+            process.stdout.close()
+        if process.wait() != 0 or broken is not None:
+            problem = f"exit {process.returncode}" if process.returncode > 0 else f"its tar broke off: {broken}"
+            raise ImageBuildError(f"{image.name}: mmdebstrap failed ({problem}):\n{_tail(work / 'build.log')}")
+    installed = package_versions(kept.get(status, b"").decode())
+    versions = env_versions(image, installed)
+    history = f"testbed/images.py {BUILD_VERSION}: mmdebstrap {SUITE} minbase, shared/images/{image.recipe}"
+    write_archive(work / "image.tar", layer, image.config(versions), image.refs, history)
+    (work / "layer.tar.gz").unlink()
+    return ", ".join(f"{name}={value}" for name, value in sorted(versions.items()))
+
+
+def kubernetes_source() -> Path:
+    """The k8s.io/kubernetes module's folder in Go's module cache, downloaded if it is not there."""
+    go = _need("go", "install Go (https://go.dev/dl or Debian's golang package)")
+    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    with tempfile.TemporaryDirectory() as outside_any_module:
+        done = subprocess.run(
+            [go, "mod", "download", "-json", f"{KUBE_MODULE}@{KUBE_VERSION}"],
+            cwd=outside_any_module,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    try:
+        found = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        found = {}
+    if done.returncode != 0 or "Dir" not in found:
+        problem = found.get("Error") or done.stderr.strip() or f"exit {done.returncode}"
+        raise ImageBuildError(
+            f"go mod download {KUBE_MODULE}@{KUBE_VERSION} failed (Go module proxy reachable?): {problem}"
+        )
+    return Path(found["Dir"])
+
+
+def pause_version(makefile: str) -> str:
+    """-DVERSION as build/pause/Makefile gives it (v$(TAG)-$(REV)), with the module version as REV."""
+    tag = re.search(r"^TAG \?= *(\S+)", makefile, re.MULTILINE)
+    return f"v{tag.group(1) if tag else PAUSE.rsplit(':')[-1]}-{KUBE_VERSION}"
+
+
+def _build_pause(work: Path) -> str:
+    """Writes work/image.tar: pause.c compiled statically, as build/pause's Makefile and Dockerfile do."""
+    gcc = _need("gcc", "apt-get install gcc libc6-dev")
+    pause_dir = kubernetes_source() / "build" / "pause"
+    version = pause_version((pause_dir / "Makefile").read_text())
+    binary = work / "pause"
+    compiled = subprocess.run(
+        [gcc, *PAUSE_CFLAGS, f"-DVERSION={version}", "-o", str(binary), str(pause_dir / "linux" / "pause.c")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if compiled.returncode != 0:
+        raise ImageBuildError(
+            f"gcc could not build pause.c (static libc: apt-get install libc6-dev): {compiled.stderr.strip()}"
+        )
+    plain = io.BytesIO()
+    with tarfile.open(fileobj=plain, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info = tar.gettarinfo(str(binary), arcname="pause")
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        info.mtime = 0
+        info.mode = 0o755
+        with binary.open("rb") as stream:
+            tar.addfile(info, stream)
+    plain.seek(0)
+    layer, _ = write_layer(plain, work / "layer.tar.gz")
+    history = (
+        f"testbed/images.py {BUILD_VERSION}: gcc -Os -static build/pause/linux/pause.c of {KUBE_MODULE}@{KUBE_VERSION}"
+    )
+    write_archive(work / "image.tar", layer, pause_config(), (PAUSE,), history)
+    (work / "layer.tar.gz").unlink()
+    binary.unlink()
+    return version
+
+
+@contextmanager
+def _locked(lock_path: Path, name: str) -> Iterator[None]:
+    with lock_path.open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(f"{name}: another process is building it; waiting")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _cached(name: str, key: str, build: Callable[[Path], str]) -> Path:
+    """``<cache>/<name>-<key>/image.tar``, built by ``build`` into a temporary folder first if it is not there."""
+    root = cache_root()
+    final = root / f"{name}-{key}"
+    archive = final / "image.tar"
+    if archive.is_file():
+        _say(f"{name} cached: {archive}")
+        return archive
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f"{name}-{key}.lock", name):
+        if archive.is_file():
+            _say(f"{name} built by another process: {archive}")
+            return archive
+        work = root / f"{name}-{key}.tmp"
+        shutil.rmtree(work, ignore_errors=True)  # what a killed build left (its lock is ours now)
+        shutil.rmtree(final, ignore_errors=True)
+        work.mkdir()
+        started = time.monotonic()
+        try:
+            detail = build(work)
+            work.rename(final)
+        except ImageBuildError as error:
+            kept = root / f"{name}-{key}.failed.log"
+            if (work / "build.log").is_file():
+                (work / "build.log").replace(kept)
+                raise ImageBuildError(f"{error}\n(whole log: {kept})") from error
+            raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        megabytes = archive.stat().st_size / 1e6
+        _say(f"{name} built in {time.monotonic() - started:.0f}s ({megabytes:.1f} MB; {detail}): {archive}")
+    return archive
+
+
+def build_images() -> ImageSet:
+    """The three archives, from the cache or built now (minutes cold; a no-op when cached)."""
+    recipes = recipes_dir()
+
+    def debian(image: DebianImage) -> Path:
+        return _cached(image.name, image_key(image, recipes), lambda work: _build_debian(image, recipes, work))
+
+    return ImageSet(
+        postgres=debian(POSTGRES_IMAGE), redis=debian(REDIS_IMAGE), pause=_cached("pause", pause_key(), _build_pause)
+    )
+
+
+def main() -> int:
+    """Builds what is missing and prints the archives' paths, one a line."""
+    try:
+        images = build_images()
+    except ImageBuildError as error:
+        _say(str(error))
+        return 1
+    for path in images.archives:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

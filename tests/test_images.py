@@ -1,0 +1,234 @@
+"""The test images' parts that need no build: cache keys, configs against the official recipes, the archive.
+
+The recipes are read from shared/images beside the repository (``testbed.images.recipes_dir``);
+without them the tests that compare against them fail, saying where to put shared/.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import re
+import shlex
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed import images
+
+from .prerequisites import Prerequisite
+
+RECIPES = Prerequisite("the official images' recipes (shared/images)", images.recipes_dir, images.ImageBuildError)
+# The source tarball's URL and checksum say nothing about Debian's redis-server binary.
+DROPPED_ENV = {"REDIS_DOWNLOAD_URL", "REDIS_DOWNLOAD_SHA"}
+BASE_ENV = {"PATH": images.DEFAULT_PATH}  # what debian:bookworm-slim sets
+
+
+def dockerfile(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order, with continuation lines joined and comment lines dropped."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    found = []
+    for line in joined.splitlines():
+        if line.strip():
+            word, _, rest = line.strip().partition(" ")
+            found.append((word.upper(), rest.strip()))
+    return found
+
+
+def recipe(folder: str) -> list[tuple[str, str]]:
+    return dockerfile((RECIPES.get() / folder / "Dockerfile").read_text())
+
+
+def last(instructions: list[tuple[str, str]], name: str) -> str:
+    return [rest for word, rest in instructions if word == name][-1]
+
+
+def env(instructions: list[tuple[str, str]]) -> dict[str, str]:
+    """The ENV values in order, ``$VAR`` and ``${VAR}`` expanded as Docker does, from the base image's."""
+    values = dict(BASE_ENV)
+
+    def expand(value: str) -> str:
+        return re.sub(r"\$\{?(\w+)\}?", lambda match: values.get(match.group(1), ""), value)
+
+    for word, rest in instructions:
+        if word != "ENV":
+            continue
+        legacy = "=" not in rest.split()[0]  # ENV NAME value, as the recipes write it
+        pairs = [rest.split(None, 1)] if legacy else [item.split("=", 1) for item in shlex.split(rest)]
+        for name, value in pairs:
+            values[name] = expand(value)
+    return values
+
+
+def config_env(config: dict[str, Any]) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in config["Env"])
+
+
+def fake_recipes(root: Path) -> Path:
+    for image in (images.POSTGRES_IMAGE, images.REDIS_IMAGE):
+        folder = root / image.recipe
+        folder.mkdir(parents=True)
+        for name in image.files:
+            (folder / name).write_text(f"{name} of {image.name}\n")
+    return root
+
+
+def tar_of(*members: tuple[tarfile.TarInfo, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return out.getvalue()
+
+
+def file_member(name: str) -> tarfile.TarInfo:
+    return tarfile.TarInfo(name)
+
+
+def device_member(name: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.devmajor, info.devminor = tarfile.CHRTYPE, 1, 3
+    return info
+
+
+def read(tar: tarfile.TarFile, name: str) -> bytes:
+    member = tar.extractfile(name)
+    assert member is not None
+    return member.read()
+
+
+def blob_path(digest: str) -> str:
+    return f"blobs/sha256/{digest.removeprefix('sha256:')}"
+
+
+def test_the_cache_key_changes_when_a_recipe_file_changes(tmp_path: Path) -> None:
+    recipes = fake_recipes(tmp_path)
+    before = images.image_key(images.POSTGRES_IMAGE, recipes)
+    (recipes / "postgres-15" / "docker-entrypoint.sh").write_text("changed\n")
+    assert images.image_key(images.POSTGRES_IMAGE, recipes) != before
+
+
+def test_the_cache_key_is_the_same_for_the_same_inputs(tmp_path: Path) -> None:
+    recipes = fake_recipes(tmp_path)
+    assert images.image_key(images.REDIS_IMAGE, recipes) == images.image_key(images.REDIS_IMAGE, recipes)
+
+
+def test_the_cache_folder_follows_the_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("SHARDDB_IMAGE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert images.cache_root() == tmp_path / "xdg" / "sharddb" / "images"
+    monkeypatch.setenv("SHARDDB_IMAGE_CACHE", str(tmp_path / "mine"))
+    assert images.cache_root() == tmp_path / "mine"
+
+
+def test_missing_recipes_say_where_to_put_shared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SHARDDB_IMAGES_RECIPES", str(tmp_path))
+    with pytest.raises(images.ImageBuildError, match="place shared/ beside the repository"):
+        images.recipes_dir()
+
+
+def test_postgres_runs_the_recipes_entrypoint_command_and_stop_signal() -> None:
+    steps, config = recipe("postgres-15"), images.postgres_config()
+    assert config["Entrypoint"] == json.loads(last(steps, "ENTRYPOINT"))
+    assert config["Cmd"] == json.loads(last(steps, "CMD"))
+    assert config["StopSignal"] == last(steps, "STOPSIGNAL")
+
+
+def test_postgres_exposes_and_mounts_what_the_recipe_declares() -> None:
+    steps, config = recipe("postgres-15"), images.postgres_config()
+    assert set(config["ExposedPorts"]) == {f"{port}/tcp" for port in last(steps, "EXPOSE").split()}
+    assert set(config["Volumes"]) == set(last(steps, "VOLUME").split())
+
+
+def test_postgres_sets_every_variable_of_the_recipe() -> None:
+    wanted = env(recipe("postgres-15"))
+    given = config_env(images.postgres_config({"GOSU_VERSION": "1.14", "PG_VERSION": "15.20-0+deb12u1"}))
+    versions = {name for name, _, _ in images.POSTGRES_IMAGE.versions}
+    assert set(given) == set(wanted)
+    assert {name: value for name, value in given.items() if name not in versions} == {
+        name: value for name, value in wanted.items() if name not in versions
+    }
+
+
+def test_redis_config_matches_the_recipe() -> None:
+    steps, config = recipe("redis-7.0"), images.redis_config({"GOSU_VERSION": "1.14", "REDIS_VERSION": "7.0.15"})
+    assert config["Entrypoint"] == json.loads(last(steps, "ENTRYPOINT"))
+    assert config["Cmd"] == json.loads(last(steps, "CMD"))
+    assert config["WorkingDir"] == last(steps, "WORKDIR")
+    assert set(config["ExposedPorts"]) == {f"{port}/tcp" for port in last(steps, "EXPOSE").split()}
+    assert set(config["Volumes"]) == set(last(steps, "VOLUME").split())
+    assert set(config_env(config)) == set(env(steps)) - DROPPED_ENV
+
+
+def test_version_variables_name_debians_versions() -> None:
+    installed = {"gosu": "1.14-1+b10", "redis-server": "5:7.0.15-1~deb12u10", "postgresql-15": "15.20-0+deb12u1"}
+    assert images.env_versions(images.REDIS_IMAGE, installed) == {"GOSU_VERSION": "1.14", "REDIS_VERSION": "7.0.15"}
+    assert images.env_versions(images.POSTGRES_IMAGE, installed)["PG_VERSION"] == "15.20-0+deb12u1"
+
+
+def test_pause_version_is_the_makefiles_tag_and_the_module_version() -> None:
+    assert images.pause_version("REGISTRY ?= x\nTAG ?= 3.10.1\n") == f"v3.10.1-{images.KUBE_VERSION}"
+
+
+def test_pause_runs_as_nobody_with_the_binary_as_entrypoint() -> None:
+    config = images.pause_config()
+    assert (config["User"], config["Entrypoint"]) == ("65535:65535", ["/pause"])
+
+
+def test_mirrors_come_from_the_machines_apt_sources(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\n"
+        "Types: deb\nURIs: http://mirror.example/security\nSuites: bookworm-security\nComponents: main\n"
+    )
+    (tmp_path / "sources.list.d" / "other.list").write_text(
+        "deb [arch=amd64] https://elsewhere.example/apt stable main\n"
+    )
+    assert images.debian_sources("bookworm", tmp_path) == [
+        "deb http://mirror.example/debian bookworm main",
+        "deb http://mirror.example/debian bookworm-updates main",
+        "deb http://mirror.example/security bookworm-security main",
+    ]
+
+
+def test_mirrors_fall_back_to_deb_debian_org(tmp_path: Path) -> None:
+    assert images.debian_sources("bookworm", tmp_path)[0] == "deb http://deb.debian.org/debian bookworm main"
+
+
+def test_a_layer_carries_no_device_nodes(tmp_path: Path) -> None:
+    source = tar_of((device_member("./dev/null"), b""), (file_member("./etc/hostname"), b"x\n"))
+    layer, _ = images.write_layer(io.BytesIO(source), tmp_path / "layer.tar.gz")
+    with tarfile.open(layer.path, "r:gz") as tar:
+        assert tar.getnames() == ["./etc/hostname"]
+
+
+def test_the_archive_names_one_manifest_once_per_ref(tmp_path: Path) -> None:
+    layer, _ = images.write_layer(io.BytesIO(tar_of((file_member("a"), b"a"))), tmp_path / "layer.tar.gz")
+    images.write_archive(
+        tmp_path / "image.tar", layer, images.redis_config(), (images.REDIS, images.REDIS_ROLLOUT), "t"
+    )
+    with tarfile.open(tmp_path / "image.tar") as tar:
+        manifests = json.loads(read(tar, "index.json"))["manifests"]
+    assert [entry["annotations"]["io.containerd.image.name"] for entry in manifests] == [
+        images.REDIS,
+        images.REDIS_ROLLOUT,
+    ]
+    assert len({entry["digest"] for entry in manifests}) == 1
+
+
+def test_the_config_names_the_uncompressed_layer_and_the_manifest_the_gzip_blob(tmp_path: Path) -> None:
+    layer, _ = images.write_layer(io.BytesIO(tar_of((file_member("a"), b"a"))), tmp_path / "layer.tar.gz")
+    images.write_archive(tmp_path / "image.tar", layer, images.pause_config(), (images.PAUSE,), "t")
+    with tarfile.open(tmp_path / "image.tar") as tar:
+        index = json.loads(read(tar, "index.json"))
+        manifest = json.loads(read(tar, blob_path(index["manifests"][0]["digest"])))
+        config = json.loads(read(tar, blob_path(manifest["config"]["digest"])))
+        compressed = read(tar, blob_path(manifest["layers"][0]["digest"]))
+    assert manifest["layers"][0]["size"] == len(compressed)
+    assert config["rootfs"]["diff_ids"] == [f"sha256:{hashlib.sha256(gzip.decompress(compressed)).hexdigest()}"]
