@@ -202,10 +202,14 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         registered = _registered(name, related.endpointslices or {})
         for pod in (related.pods or {}).values():
             labels = pod.metadata.labels
-            if labels.get(names.INSTANCE_LABEL) != name or pod.status.phase in ("Succeeded", "Failed"):
-                continue  # a finished pod cannot be flushing or serving
-            problem = _stuck(pod, names.shard_ordinal(name, pod.metadata.name))
-            if problem is not None and pod.metadata.deletion_timestamp is None:
+            finished = pod.status.phase in ("Succeeded", "Failed")
+            terminating = pod.metadata.deletion_timestamp is not None
+            if labels.get(names.INSTANCE_LABEL) != name or (finished and not terminating):
+                continue  # a finished pod that stays (evicted, completed) cannot be flushing or serving
+            # A kubelet marks a deleted pod finished once its containers stopped, then tears it down and
+            # removes it: it counts until it is gone, so the shards never start to stop beside it.
+            problem = None if finished else _stuck(pod, names.shard_ordinal(name, pod.metadata.name))
+            if problem is not None and not terminating:
                 stuck.append(problem)
             component = labels.get(names.COMPONENT_LABEL)
             if component == names.CACHE:

@@ -1,6 +1,8 @@
-"""The one stand-in of the end-to-end stack: a node agent that does a kubelet's API work without containers.
+"""Stand-in: a node agent that does a kubelet's API work without containers.
 
-No container runtime runs here, so this agent registers a Node and then, for the
+Where hundreds of pods must start on 2 cores (the end-to-end tier's fleets and the
+fleet benchmark), a real kubelet cannot keep up; the data tier runs the real node
+(``realnode.py``) instead. This agent registers a Node and then, for the
 pods the real scheduler binds to it, writes the statuses a kubelet would: Running
 and Ready after a short delay, Job pods that succeed (or fail when told to), the
 kubelet's waiting reasons for an image that cannot be pulled, a missing Secret or

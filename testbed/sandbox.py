@@ -38,7 +38,7 @@ TOOLS = {
     "ctr": "containerd",
 }
 CNI_BIN = Path("/usr/lib/cni")
-_MS_RDONLY = 1
+_PR_SET_PDEATHSIG = 1
 
 
 class SandboxError(RuntimeError):
@@ -118,18 +118,31 @@ def remove_cgroups(name: str, timeout: float = 30.0) -> None:
                     time.sleep(0.1)
 
 
+def _pid_namespace() -> int:
+    return os.stat("/proc/self/ns/pid").st_ino
+
+
+def new_run_name() -> str:
+    """Names the run's cgroups and directory by its owner: PID namespace and PID, so only its peers judge it."""
+    return f"{RUN_PREFIX}{_pid_namespace()}-{os.getpid()}"
+
+
 def sweep_orphans() -> None:
-    """Cgroups and directories of runs whose owner is gone (a crashed or killed run)."""
+    """Cgroups and directories of runs whose owner is gone (a crashed or killed run).
+
+    Only runs started from this PID namespace are judged: another namespace's PIDs mean nothing here.
+    """
     names = {p.name for hierarchy in hierarchies() for p in hierarchy.glob(f"{RUN_PREFIX}*")}
     names |= {p.name for p in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*")}
     for name in names:
+        namespace, _, pid = name.removeprefix(RUN_PREFIX).partition("-")
+        if not (namespace.isdigit() and pid.isdigit()) or int(namespace) != _pid_namespace():
+            continue
         try:
-            os.kill(int(name.removeprefix(RUN_PREFIX)), 0)
+            os.kill(int(pid), 0)
             continue  # its owner still runs: another run on this machine
         except ProcessLookupError:
             pass
-        except ValueError:
-            continue
         remove_cgroups(name)
         _remove_tree(Path(tempfile.gettempdir()) / name)
 
@@ -145,14 +158,16 @@ def _remove_tree(path: Path) -> None:
 def run(command: list[str]) -> int:
     check_host()
     sweep_orphans()
-    name = f"{RUN_PREFIX}{os.getpid()}"
+    name = new_run_name()
     directory = Path(tempfile.gettempdir()) / name
     directory.mkdir(mode=0o755)
     make_cgroups(name)
     try:
-        unshare = ["unshare", "--pid", "--fork", "--net", "--mount", "--propagation", "private", "--mount-proc"]
+        # Killed with this process, and the namespaces' first process with it (so every process in them).
+        unshare = ["unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--net", "--mount", "--propagation", "private"]
+        unshare.append("--mount-proc")
         inner = [sys.executable, "-m", "testbed.sandbox", "--init", name, str(directory), "--", *command]
-        process = subprocess.Popen([*unshare, *inner])
+        process = subprocess.Popen([*unshare, *inner], preexec_fn=_die_with_parent)
         try:
             return process.wait()
         except KeyboardInterrupt:
@@ -164,6 +179,10 @@ def run(command: list[str]) -> int:
 
 
 # --- inside: PID 1 of the namespaces ------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _mount(source: str, target: str, fstype: str, options: str = "") -> None:
@@ -199,7 +218,11 @@ def prepare(directory: Path) -> None:
 def init(name: str, directory: Path, command: list[str]) -> int:
     """Run COMMAND, reap every orphan that reparents to us, pass on SIGINT and SIGTERM."""
     prepare(directory)
-    env = {**os.environ, RUN_ENV: name, DIR_ENV: str(directory)}
+    # Temporary files in the run's own directory: gone with it, and out of sight of runs outside
+    # the namespaces, which judge /tmp's leftovers by PIDs that mean nothing across them.
+    scratch = directory / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, RUN_ENV: name, DIR_ENV: str(directory), "TMPDIR": str(scratch)}
     child = subprocess.Popen(command, env=env)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda number, _frame: child.send_signal(number))

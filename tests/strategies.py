@@ -84,7 +84,7 @@ class Truth:
     # Observed child scaled to zero and reporting no replicas; None: not observed.
     cache_at_zero: bool | None = None
     sts_at_zero: bool | None = None
-    cache_pods: int = 0  # cache pods that exist and are not finished (Terminating included)
+    cache_pods: int = 0  # cache pods that exist and are not finished, or are Terminating
     shard_pods: int = 0
     jobs: set[int] = field(default_factory=set)  # shard counts of observed seed Jobs
     # Pods (live, not Terminating) that cannot start, by component: db, cache, seed.
@@ -509,6 +509,9 @@ def observed_worlds(draw: st.DrawFn) -> Observed:
             pod = f"{prefix}{index}"
             pods.append(_pod(world, name, pod, component, phase, terminating, name, failure, since))
             if phase in ("Succeeded", "Failed"):
+                if terminating:  # being torn down by its kubelet: it counts until it is gone
+                    truth.shard_pods += component == "db"
+                    truth.cache_pods += component == "cache"
                 continue
             if failure is not None and since is not None and not terminating:
                 left = since.left(failure, grace)

@@ -85,6 +85,14 @@ def test_terminating_pods_still_count() -> None:
     assert snap(world.request()).cache_pods == 2
 
 
+def test_finished_pods_being_torn_down_count_until_they_are_gone() -> None:
+    world = available_world()
+    world.terminate_pods("cache")
+    for pod in world.pods.values():
+        pod["status"]["phase"] = "Succeeded"  # a kubelet's last word on a deleted pod, before it removes it
+    assert snap(world.request()).cache_pods == 2
+
+
 def test_finished_pods_do_not_count() -> None:
     world = available_world()
     for pod in world.pods.values():

@@ -303,7 +303,7 @@ def _startable(world: World) -> list[str]:
 def _live_pods(world: World) -> dict[str, int]:
     counts = {"db": 0, "cache": 0}
     for pod in world.pods.values():
-        if pod["status"]["phase"] not in ("Succeeded", "Failed"):
+        if pod["status"]["phase"] not in ("Succeeded", "Failed") or pod["metadata"].get("deletionTimestamp"):
             counts[pod["metadata"]["labels"]["app.kubernetes.io/component"]] += 1
     return counts
 
