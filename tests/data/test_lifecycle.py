@@ -25,7 +25,7 @@ from testbed.stack import Stack
 
 from ..e2e.sharddbs import ShardDBs, wait_until
 from .cluster import Cluster, example
-from .conftest import Report
+from .conftest import RESYNC_SECONDS, Report
 
 NAME = "demo"
 # Half of it for a smart stop, then a fast one: short, so a held session costs the test seconds, not minutes.
@@ -100,6 +100,14 @@ def test_bring_up_seeds_every_shard_by_its_dns_name(
     assert sharddbs.child("Job", f"{NAME}-seed-3")["status"].get("succeeded") == 1
     writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
     report(f"applied to Available in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
+
+
+def test_an_idle_sharddb_costs_no_write_beside_a_real_kubelet(stack: Stack, cluster: Cluster) -> None:
+    """Probes, status reports and resyncs keep coming; none of them makes Metacontroller write."""
+    mark = stack.audit.mark()
+    time.sleep(2.5 * RESYNC_SECONDS)
+    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
+    assert writes == [], [str(w) for w in writes]
 
 
 def test_the_cache_answers_through_its_service(sharddbs: ShardDBs, cluster: Cluster) -> None:
