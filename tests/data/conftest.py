@@ -34,12 +34,6 @@ _reports: list[str] = []
 Report = Callable[[str], None]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "/data/" in str(item.path):
-            item.add_marker(pytest.mark.data)
-
-
 @pytest.fixture(scope="session")
 def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
     if not sandbox.inside():
