@@ -24,44 +24,25 @@ KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kub
 ALL_BINARIES=(etcd "${KUBE_BINARIES[@]}" metacontroller)
 MC_CRDS="metacontroller-crds-v$MC_VERSION.yaml"
 
-say() { echo "build-binaries: $*" >&2; }
-die() { say "$*"; exit 1; }
+NAME="build-binaries"
+LOCK="$CACHE_ROOT/.build.lock"
+# shellcheck source=testbed/build-lib.sh
+source "$HERE/build-lib.sh"
 have_all() {
   local binary
   for binary in "${ALL_BINARIES[@]}"; do [[ -x "$OUT/$binary" ]] || return 1; done
   [[ -f "$OUT/$MC_CRDS" ]]
 }
 
-if have_all; then
-  say "all seven binaries cached in $OUT"
-  echo "$OUT"
-  exit 0
-fi
-
 # One build at a time per cache: a second caller waits for the first and reuses its work.
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/.build.lock"
-if ! flock -n 9; then
-  say "another build is running in $CACHE_ROOT; waiting for it"
-  flock 9
-fi
-if have_all; then
-  say "all seven binaries cached in $OUT"
-  echo "$OUT"
-  exit 0
-fi
+reuse_or_lock "all seven binaries"
 
 command -v go >/dev/null 2>&1 || die "Go is required to build the test binaries (install Go >= 1.26.4, e.g. from https://go.dev/dl or your distribution's golang package)"
 
 mkdir -p "$OUT"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-export GOFLAGS="-buildvcs=false -mod=mod"
-export CGO_ENABLED=0
-export GOTOOLCHAIN=local
-start=$(date +%s)
-step_start=$start
-step() { say "$1 ($(( $(date +%s) - step_start ))s; $(( $(date +%s) - start ))s in all)"; step_start=$(date +%s); }
+go_build_env
 say "building into $OUT (first build: module downloads and compiles take several minutes on 2 cores)"
 
 # etcd: the server module's own replace directives point at sibling folders and

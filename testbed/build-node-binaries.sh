@@ -16,46 +16,25 @@ ALL_BINARIES=(coredns local-path-provisioner)
 # Plugins the test cluster's Corefile uses; a build without one of them is useless.
 COREDNS_PLUGINS=(kubernetes forward cache errors health ready loop reload)
 
-say() { echo "build-node-binaries: $*" >&2; }
-die() { say "$*"; exit 1; }
+NAME="build-node-binaries"
+# A lock of its own, so this does not queue behind build-binaries.sh.
+LOCK="$CACHE_ROOT/.build-node.lock"
+# shellcheck source=testbed/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/build-lib.sh"
 have_all() {
   local binary
   for binary in "${ALL_BINARIES[@]}"; do [[ -x "$OUT/$binary" ]] || return 1; done
 }
 
-if have_all; then
-  say "both binaries cached in $OUT"
-  echo "$OUT"
-  exit 0
-fi
-
 # One build at a time per cache: a second caller waits for the first and reuses its work.
-# (A lock of its own, so this does not queue behind build-binaries.sh.)
-command -v flock >/dev/null 2>&1 || die "flock is required (util-linux package)"
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/.build-node.lock"
-if ! flock -n 9; then
-  say "another build is running in $CACHE_ROOT; waiting for it"
-  flock 9
-fi
-if have_all; then
-  say "both binaries cached in $OUT"
-  echo "$OUT"
-  exit 0
-fi
+reuse_or_lock "both binaries"
 
 command -v go >/dev/null 2>&1 || die "Go is required to build the node binaries (install Go >= 1.25, e.g. from https://go.dev/dl or your distribution's golang package)"
 
 mkdir -p "$OUT"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-export GOFLAGS="-buildvcs=false -mod=mod"
-export CGO_ENABLED=0
-export GOTOOLCHAIN=local
-start=$(date +%s)
-step_start=$start
-# Call step in this shell, not in a ( ) subshell, so each step's time starts where the last one ended.
-step() { say "$1 ($(( $(date +%s) - step_start ))s; $(( $(date +%s) - start ))s in all)"; step_start=$(date +%s); }
+go_build_env
 say "building into $OUT (first build: module downloads and compiles take several minutes on 2 cores)"
 
 # Write a throwaway module requiring $1@$2 and carry over the dependency's own

@@ -68,7 +68,8 @@ def build_node_binaries(timeout: float = 3600.0) -> Path:
 
 @dataclass
 class RealNode:
-    """Started by ``start()`` on a running control plane; ``stop()`` ends its processes (the sandbox the rest)."""
+    """Started by ``start()`` on a running control plane; its processes end with the control plane's, its
+    containers with the sandbox's PID namespace, its images and volumes with the run's directory."""
 
     plane: ControlPlane
     node_bin: Path
@@ -375,10 +376,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             ],
             env={"POD_NAMESPACE": PROVISIONER_NAMESPACE, "PATH": "/usr/bin:/bin"},
         )
-
-    def stop(self) -> None:
-        """The processes end with the control plane; the images and volumes with the run's directory."""
-        shutil.rmtree(self.root / "cni" / "ipam", ignore_errors=True)
 
 
 def _which(program: str) -> str:

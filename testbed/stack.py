@@ -213,9 +213,7 @@ class Stack:
         if self.agent is not None:
             self.agent.stop()
             self.agent = None
-        if self.node is not None:
-            self.node.stop()
-            self.node = None
+        self.node = None  # its processes are the control plane's; its containers end with the sandbox
         if self.plane is not None:
             self.plane.stop()
             self.plane = None

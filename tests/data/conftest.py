@@ -24,6 +24,7 @@ from testbed.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
 from ..cluster.kube import Kube
+from ..e2e.conftest import kube as kube  # the same client, on this tier's stack
 from ..e2e.sharddbs import ShardDBs
 from .cluster import Cluster
 
@@ -62,16 +63,6 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         yield running
     finally:
         running.stop()
-
-
-@pytest.fixture(scope="session")
-def kube(stack: Stack) -> Iterator[Kube]:
-    plane = stack.control_plane
-    client = Kube(plane.url, plane.token, plane.ca_file, plane.kubeconfig)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture(scope="module")

@@ -49,6 +49,14 @@ def rows(cluster: Cluster, pod: str) -> list[str]:
     return cluster.sql(pod, "SELECT shard || ':' || n FROM orders ORDER BY n").split()
 
 
+def write_rows(cluster: Cluster, i: int) -> None:
+    cluster.sql(
+        shard(i),
+        "CREATE TABLE orders (n int PRIMARY KEY, shard text NOT NULL); "
+        f"INSERT INTO orders SELECT n, '{shard(i)}' FROM generate_series(1, 100) AS n",
+    )
+
+
 def expected(i: int) -> list[str]:
     return [f"{shard(i)}:{n}" for n in range(1, 101)]
 
@@ -124,11 +132,7 @@ def test_the_cache_answers_through_its_service(sharddbs: ShardDBs, cluster: Clus
 
 def test_rows_written_to_every_shard_are_read_back(cluster: Cluster) -> None:
     for i in range(3):
-        cluster.sql(
-            shard(i),
-            "CREATE TABLE orders (n int PRIMARY KEY, shard text NOT NULL); "
-            f"INSERT INTO orders SELECT n, '{shard(i)}' FROM generate_series(1, 100) AS n",
-        )
+        write_rows(cluster, i)
     for i in range(3):
         assert rows(cluster, shard(i)) == expected(i)
 
@@ -256,11 +260,7 @@ def test_scaling_from_3_to_5_shards_keeps_the_rows_and_seeds_5_once(
     assert [w.name for w in seed] == [f"{NAME}-seed-5"]
     assert sharddbs.child("Job", f"{NAME}-seed-5")["status"].get("succeeded") == 1
     for i in (3, 4):
-        cluster.sql(
-            shard(i),
-            "CREATE TABLE orders (n int PRIMARY KEY, shard text NOT NULL); "
-            f"INSERT INTO orders SELECT n, '{shard(i)}' FROM generate_series(1, 100) AS n",
-        )
+        write_rows(cluster, i)
     writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
     report(f"scaled 3→5 in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
 
