@@ -21,17 +21,23 @@ OUT="$CACHE_ROOT/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-mc-$MC_VERSION"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SHARED_SRC="$HERE/../../shared/metacontroller/metacontroller-v$MC_VERSION.tar.gz"
 KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-ALL_BINARIES=(etcd "${KUBE_BINARIES[@]}" metacontroller)
 MC_CRDS="metacontroller-crds-v$MC_VERSION.yaml"
 
 NAME="build-binaries"
 LOCK="$CACHE_ROOT/.build.lock"
 # shellcheck source=testbed/build-lib.sh
 source "$HERE/build-lib.sh"
-have_all() {
+# The Kubernetes binaries carry their version (what the kubelet reports for its Node, what
+# /version says); a build without it predates this stamp and is built again.
+KUBE_STAMP="$OUT/.kubernetes-version"
+kube_missing() {
   local binary
-  for binary in "${ALL_BINARIES[@]}"; do [[ -x "$OUT/$binary" ]] || return 1; done
-  [[ -f "$OUT/$MC_CRDS" ]]
+  for binary in "${KUBE_BINARIES[@]}"; do
+    if [[ ! -x "$OUT/$binary" || "$(cat "$KUBE_STAMP" 2>/dev/null)" != "v$KUBE_VERSION" ]]; then echo "$binary"; fi
+  done
+}
+have_all() {
+  [[ -x "$OUT/etcd" && -x "$OUT/metacontroller" && -f "$OUT/$MC_CRDS" && -z "$(kube_missing)" ]]
 }
 
 # One build at a time per cache: a second caller waits for the first and reuses its work.
@@ -64,8 +70,7 @@ fi
 # kube-apiserver, kube-controller-manager, kube-scheduler: k8s.io/kubernetes replaces
 # its k8s.io/* staging modules with folders inside its own tree; pin each one to the
 # matching published v0.x.y. One go build shares the common packages.
-missing=()
-for binary in "${KUBE_BINARIES[@]}"; do [[ -x "$OUT/$binary" ]] || missing+=("$binary"); done
+mapfile -t missing < <(kube_missing)
 if (( ${#missing[@]} )); then
   mkdir -p "$work/kube/bin"
   (
@@ -92,9 +97,15 @@ if (( ${#missing[@]} )); then
       packages+=("k8s.io/kubernetes/cmd/$binary")
     done
     step "k8s.io/kubernetes v$KUBE_VERSION modules downloaded"
-    go build -trimpath -ldflags='-s -w' -o bin/ "${packages[@]}" \
+    minor="${KUBE_VERSION#*.}"
+    minor="${minor%%.*}"
+    stamp="k8s.io/component-base/version"
+    ldflags="-s -w -X $stamp.gitVersion=v$KUBE_VERSION -X $stamp.gitMajor=${KUBE_VERSION%%.*} -X $stamp.gitMinor=$minor"
+    ldflags+=" -X $stamp.gitTreeState=clean"
+    go build -trimpath -ldflags="$ldflags" -o bin/ "${packages[@]}" \
       || die "building ${missing[*]} v$KUBE_VERSION failed"
     for binary in "${missing[@]}"; do mv "bin/$binary" "$OUT/$binary"; done
+    echo "v$KUBE_VERSION" > "$KUBE_STAMP"
   )
   step "${missing[*]} v$KUBE_VERSION built"
 fi
