@@ -14,9 +14,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from . import grace, names, pods, quantity
+from . import grace, names, pods, quantity, templates
 from .applied import contains
-from .snapshot import Snapshot, StuckPod
+from .snapshot import Snapshot, StuckPod, TemplateRecord
 
 
 class Phase(StrEnum):
@@ -76,6 +76,10 @@ class Decision:
     cache_updated_replicas: int = 0
     # When a pod's grace runs out and the answer changes with no event: ask to be called again then.
     recheck_at: datetime | None = None
+    # What each template was made from, recorded on its child; the components whose newer template waits.
+    db_made: TemplateRecord = field(default_factory=TemplateRecord)
+    cache_made: TemplateRecord = field(default_factory=TemplateRecord)
+    newer_templates: tuple[str, ...] = ()
 
 
 def decide(snap: Snapshot) -> Decision:
@@ -182,8 +186,15 @@ def _sync(snap: Snapshot) -> Decision:
 
     cache = snap.cache
     gates_open = all_ready and seeded_now and all_registered
-    db_template = pods.db_template(snap.name, spec)
-    cache_template = pods.cache_template(snap.name, spec) if (cache is not None or gates_open) else {}
+    # A running child keeps its template until its user asks for the one these hooks render.
+    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), names.DB)
+    db_template = db_choice.template
+    cache_choice = templates.Choice({}, waiting=False)
+    if cache is not None or gates_open:
+        rendered = pods.cache_template(snap.name, spec)
+        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, names.CACHE)
+    cache_template = cache_choice.template
+    newer = tuple(part for part, choice in (("shards", db_choice), ("cache", cache_choice)) if choice.waiting)
     rollout = _rollout(snap, shards, ready, all_registered, db_template, cache_template)
     # A pod that waits a moment (for a node, a Secret) is progress until its grace runs out.
     troubles = grace.triage(snap.stuck_pods, snap.now, spec.pod_start_grace_seconds)
@@ -218,6 +229,9 @@ def _sync(snap: Snapshot) -> Decision:
     seed_failed = current_job is not None and current_job.failed and not seeded_now
     problems = _problems(snap, troubles.failing, shards, seed_failed, size, storage_class, serving_ok)
     progressing = _waiting(_progressing(snap, phase, shards, ready, registered, seed_failed, rollout), troubles.waiting)
+    if newer and not progressing.status:
+        waiting = f"; a newer pod template waits for the {' and the '.join(newer)}: {APPLY_HINT}"
+        progressing = replace(progressing, message=_capped(progressing.message + waiting))
 
     conditions = (
         ConditionState(
@@ -258,7 +272,31 @@ def _sync(snap: Snapshot) -> Decision:
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
         recheck_at=troubles.recheck_at,
+        db_made=_made(snap, names.DB),
+        # Held for the shards, the cache keeps its record too; the change it waits for rolls it after them.
+        cache_made=_superseded(cache.made) if rollout.cache_held and cache else _made(snap, names.CACHE),
+        newer_templates=newer,
     )
+
+
+APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new value> to roll it"
+
+
+def _choose(
+    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], component: str
+) -> templates.Choice:
+    made_from = templates.inputs(snap.spec, component)
+    return templates.choose(recorded, rendered, made_from, snap.apply_templates)
+
+
+def _made(snap: Snapshot, component: str) -> TemplateRecord:
+    """What a template rendered or kept now was made from: this spec, this epoch, this request."""
+    return TemplateRecord(templates.inputs(snap.spec, component), templates.EPOCH, snap.apply_templates)
+
+
+def _superseded(record: TemplateRecord) -> TemplateRecord:
+    """A kept template whose spec has changed since: never mistaken for one made from the current spec."""
+    return replace(record, inputs=record.inputs or templates.SUPERSEDED)
 
 
 @dataclass(frozen=True)
@@ -508,6 +546,9 @@ def _stopping(
         cache_held=cache is not None,
         db_template=(sts.held_template() if sts else {}) or pods.db_template(snap.name, snap.spec),
         cache_template=cache.held_template() if cache else {},
+        # A teardown keeps each template as it is, and so what it says it was made from.
+        db_made=sts.made if sts else _made(snap, names.DB),
+        cache_made=cache.made if cache else _made(snap, names.CACHE),
     )
 
 

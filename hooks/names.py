@@ -26,6 +26,13 @@ SEED = "seed"
 # Memory kept on the StatefulSet (always a child), so a stale parent status
 # cannot make the hook forget that a seed already succeeded.
 SEEDED_SHARDS_ANNOTATION = f"{GROUP}/seeded-shards"
+# What a pod template was made from, on the StatefulSet and the cache Deployment (``hooks/templates.py``):
+# the spec's pod-shaping fields (a hash), the release epoch, the apply-templates request last honoured.
+TEMPLATE_INPUTS_ANNOTATION = f"{GROUP}/template-inputs"
+TEMPLATE_EPOCH_ANNOTATION = f"{GROUP}/template-epoch"
+TEMPLATES_APPLIED_ANNOTATION = f"{GROUP}/templates-applied"
+# On a ShardDB: set it (to any new value) to have both templates rendered by the running hooks applied once.
+APPLY_TEMPLATES_ANNOTATION = f"{GROUP}/apply-templates"
 
 DB_PORT = 5432
 

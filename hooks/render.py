@@ -11,7 +11,7 @@ from typing import Any
 from . import names, pods
 from .applied import LAST_APPLIED, contains, last_applied
 from .lifecycle import Decision
-from .snapshot import Snapshot
+from .snapshot import Snapshot, TemplateRecord
 from .spec import ShardDBSpec
 
 Obj = dict[str, Any]
@@ -24,7 +24,7 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         out.append(budget(snap.name, names.DB))
     out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
     if decision.cache_replicas is not None:
-        out.append(cache_deployment(snap.name, decision.cache_replicas, decision.cache_template))
+        out.append(cache_deployment(snap.name, decision.cache_replicas, decision.cache_template, decision.cache_made))
     if decision.cache_service:
         out.append(cache_service(snap.name, snap.spec.cache.port))
     if names.CACHE in decision.budgets:
@@ -67,6 +67,7 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
         "updatedShards": decision.updated_shards,
         "updateRevision": decision.update_revision,
         "cacheUpdatedReplicas": decision.cache_updated_replicas,
+        "newerTemplates": ", ".join(decision.newer_templates) or "none",
         "conditions": conditions,
     }
 
@@ -144,7 +145,7 @@ def claim_templates(parent: str, decision: Decision) -> list[Obj]:
 
 def statefulset(parent: str, decision: Decision) -> Obj:
     db = names.db_name(parent)
-    annotations = {names.SEEDED_SHARDS_ANNOTATION: str(decision.seeded_shards)}
+    annotations = {names.SEEDED_SHARDS_ANNOTATION: str(decision.seeded_shards), **made(decision.db_made)}
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -176,12 +177,24 @@ def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj
     }
 
 
-def cache_deployment(parent: str, replicas: int, template: Obj) -> Obj:
+def made(record: TemplateRecord) -> dict[str, str]:
+    """A child's record of what its pod template was made from (what is unsaid stays unsaid)."""
+    out = {}
+    if record.inputs is not None:
+        out[names.TEMPLATE_INPUTS_ANNOTATION] = record.inputs
+    if record.epoch is not None:
+        out[names.TEMPLATE_EPOCH_ANNOTATION] = str(record.epoch)
+    if record.applied is not None:
+        out[names.TEMPLATES_APPLIED_ANNOTATION] = record.applied
+    return out
+
+
+def cache_deployment(parent: str, replicas: int, template: Obj, record: TemplateRecord | None = None) -> Obj:
     """The cache; ``template`` is the current one while it waits for the shards to roll first."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(names.cache_name(parent), parent, names.CACHE),
+        "metadata": _meta(names.cache_name(parent), parent, names.CACHE, made(record or TemplateRecord())),
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": names.selector_labels(parent, names.CACHE)},

@@ -11,9 +11,32 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from . import applied, clock, contract, kinds, names
+from . import applied, clock, contract, kinds, names, templates
 from .contract import Children, Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
 from .spec import MAX_SHARDS, ShardDBSpec
+
+
+@dataclass(frozen=True)
+class TemplateRecord:
+    """What a child's annotations say its pod template was made from (``hooks/templates.py``); None: unsaid."""
+
+    inputs: str | None = None
+    epoch: int | None = None
+    applied: str | None = None
+
+    @classmethod
+    def read(cls, annotations: Mapping[str, str]) -> TemplateRecord:
+        epoch = annotations.get(names.TEMPLATE_EPOCH_ANNOTATION, "")
+        return cls(
+            inputs=annotations.get(names.TEMPLATE_INPUTS_ANNOTATION),
+            epoch=int(epoch) if epoch.isdigit() else None,
+            applied=annotations.get(names.TEMPLATES_APPLIED_ANNOTATION),
+        )
+
+    def recorded(self, template: dict[str, Any], last_applied: str | None) -> templates.Recorded:
+        asked = _asked_template(last_applied)
+        held = asked if asked is not None else template
+        return templates.Recorded(template, held, asked is not None, self.inputs, self.epoch, self.applied)
 
 
 @dataclass(frozen=True)
@@ -30,10 +53,14 @@ class StatefulSetView:
     rollout: Rollout = field(default_factory=lambda: Rollout())
     template: dict[str, Any] = field(default_factory=dict)  # the pod template as stored
     last_applied: str | None = None  # Metacontroller's record of what the hooks last asked for
+    made: TemplateRecord = field(default_factory=lambda: TemplateRecord())
 
     def held_template(self) -> dict[str, Any]:
         """The pod template to keep while the ShardDB stops: a teardown never rolls the shards."""
         return _held_template(self.last_applied, self.template)
+
+    def recorded(self) -> templates.Recorded:
+        return self.made.recorded(self.template, self.last_applied)
 
 
 def _held_template(recorded: str | None, stored: dict[str, Any]) -> dict[str, Any]:
@@ -41,10 +68,16 @@ def _held_template(recorded: str | None, stored: dict[str, Any]) -> dict[str, An
 
     Answering with exactly what was last applied makes a hold cost Metacontroller no write.
     """
+    asked = _asked_template(recorded)
+    return asked if asked is not None else stored
+
+
+def _asked_template(recorded: str | None) -> dict[str, Any] | None:
+    """The pod template in Metacontroller's record of the last answer, if it has one."""
     last = applied.last_applied(recorded)
     spec = last.get("spec") if last is not None else None
     template = spec.get("template") if isinstance(spec, dict) else None
-    return template if isinstance(template, dict) else stored
+    return template if isinstance(template, dict) else None
 
 
 @dataclass(frozen=True)
@@ -75,10 +108,14 @@ class CacheView:
     rollout: Rollout = field(default_factory=lambda: Rollout())
     template: dict[str, Any] = field(default_factory=dict)  # the pod template as stored
     last_applied: str | None = None  # Metacontroller's record of what the hooks last asked for
+    made: TemplateRecord = field(default_factory=lambda: TemplateRecord())
 
     def held_template(self) -> dict[str, Any]:
         """The pod template to keep while the cache waits for the shards, or the ShardDB stops."""
         return _held_template(self.last_applied, self.template)
+
+    def recorded(self) -> templates.Recorded:
+        return self.made.recorded(self.template, self.last_applied)
 
 
 @dataclass(frozen=True)
@@ -135,6 +172,8 @@ class Snapshot:
     observed: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
     # When the request is answered, read once at the edge; None (no clock) gives no pod a grace.
     now: datetime | None = None
+    # The user's request to apply the running hooks' templates (the ShardDB's apply-templates annotation).
+    apply_templates: str | None = None
 
     def seed_job(self, shards: int) -> SeedJobView | None:
         return next((job for job in self.seed_jobs if job.shards == shards), None)
@@ -180,6 +219,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
                     ),
                     template=sts.spec.template,
                     last_applied=sts.metadata.annotations.get(applied.LAST_APPLIED),
+                    made=TemplateRecord.read(sts.metadata.annotations),
                 )
         services = {svc.metadata.name for svc in (children.services or {}).values()}
         service = db in services
@@ -237,6 +277,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         stuck_pods=tuple(sorted(stuck, key=StuckPod.sort_key)),
         observed=observed,
         now=now,
+        apply_templates=parent.metadata.annotations.get(names.APPLY_TEMPLATES_ANNOTATION),
     )
 
 
@@ -358,6 +399,7 @@ def _cache_view(deployment: Deployment) -> CacheView:
         ),
         template=deployment.spec.template,
         last_applied=deployment.metadata.annotations.get(applied.LAST_APPLIED),
+        made=TemplateRecord.read(deployment.metadata.annotations),
     )
 
 

@@ -298,6 +298,15 @@ class Stack:
         )
         self._hook_context = context
 
+    def replace_hooks(self, checkout: Path, *, isolated: bool = False) -> None:
+        """Another version of the hooks on the same URLs, with its CRD and CompositeControllers: an upgrade."""
+        self.stop_hooks()
+        self.options = dataclasses.replace(self.options, checkout=checkout, isolated=isolated)
+        self.manifests = self._render()
+        self._install_crds()
+        self.start_hooks()
+        self._apply_controllers()
+
     def stop_hooks(self) -> None:
         if self._hook_context is not None:
             self._hook_context.close()

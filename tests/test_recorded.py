@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hooks import contract, handler
+from hooks import contract, handler, names
 from testbed.metacontroller import LAST_APPLIED, apply_update, desired_as_sent, difference, needs_update
 from tests.recorded import GROUPS, Exchange, exchanges, stored
 
@@ -43,14 +43,19 @@ def _answer(exchange: Exchange) -> Obj:
     return handler.sync(json.dumps(exchange.request).encode(), finalize=exchange.finalize).body
 
 
-# Pod templates this version renders differently from the recorded one (restricted security
-# contexts, SHARDDB_* variables, the node spread): an upgrade rolls the pods once, on purpose.
 TEMPLATE = ".spec.template."
 
 
+# What a pod template was made from, recorded on the StatefulSet and the cache Deployment by the first
+# answer after an upgrade: a metadata write, which restarts no pod (``hooks/templates.py``).
+RECORD = tuple(
+    f".metadata.annotations.{key}" for key in (names.TEMPLATE_INPUTS_ANNOTATION, names.TEMPLATE_EPOCH_ANNOTATION)
+)
+
+
 def _without_last_applied(lines: list[str]) -> list[str]:
-    """The fields an update would change, leaving out the last-applied record and the upgraded pod templates."""
-    return [line for line in lines if LAST_APPLIED not in line and not line.startswith(TEMPLATE)]
+    """The fields an update would change, leaving out the last-applied record and the templates' record."""
+    return [line for line in lines if LAST_APPLIED not in line and not line.startswith(RECORD)]
 
 
 def _changes(exchange: Exchange, answer: Obj) -> list[tuple[str, str, str]]:
@@ -177,3 +182,19 @@ def test_new_statefulset_starts_its_shards_in_parallel() -> None:
     answer = _answer(_exchange("sync-01"))
     (sts,) = [c for c in answer["children"] if c["kind"] == "StatefulSet"]
     assert sts["spec"]["podManagementPolicy"] == "Parallel"
+
+
+@pytest.mark.parametrize("prefix", ["sync-04", "sync-05", "sync-06"])
+def test_upgraded_hooks_keep_the_recorded_pod_templates_and_record_what_they_were_made_from(prefix: str) -> None:
+    """These requests came from an older version of the hooks, whose templates differ from today's."""
+    exchange = _exchange(prefix)
+    answer = _answer(exchange)
+    parent = exchange.request["parent"]["metadata"]
+    for child in answer["children"]:
+        observed = exchange.observed(child["kind"], child["metadata"]["name"])
+        if observed is None or child["kind"] not in ("StatefulSet", "Deployment"):
+            continue
+        lines = difference(observed, desired_as_sent(child, parent["namespace"], parent["uid"]))
+        assert [line for line in lines if line.startswith(TEMPLATE)] == [], f"{child['kind']}: a template write"
+        assert {line.split(":", 1)[0] for line in lines if line.startswith(RECORD)} == set(RECORD), child["kind"]
+    assert answer["status"]["newerTemplates"] == "shards, cache"

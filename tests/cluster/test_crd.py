@@ -91,12 +91,14 @@ def test_short_name_and_category_find_sharddbs(kube: Kube, namespace: str) -> No
         assert "sharddb.mygroup.example.com/found" in result.stdout.split(), resource
 
 
-def test_kubectl_get_prints_shards_ready_phase_cache_progress_health_age(kube: Kube, namespace: str) -> None:
+def test_kubectl_get_prints_shards_ready_phase_cache_progress_health_newer_template_age(
+    kube: Kube, namespace: str
+) -> None:
     assert kube.create(sharddb("listed", namespace)).status_code == 201
     result = kube.kubectl("get", "sharddb", "-n", namespace)
     assert result.returncode == 0, result.stderr
     header = result.stdout.splitlines()[0].split()
-    assert header == ["NAME", "SHARDS", "READY", "PHASE", "CACHE", "PROGRESS", "HEALTH", "AGE"]
+    assert header == ["NAME", "SHARDS", "READY", "PHASE", "CACHE", "PROGRESS", "HEALTH", "NEWER-TEMPLATE", "AGE"]
 
 
 def test_kubectl_get_wide_adds_updated_shards(kube: Kube, namespace: str) -> None:

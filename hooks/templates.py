@@ -1,0 +1,88 @@
+"""Which pod template a running child gets: the one it runs, or the one this version of the hooks renders.
+
+Each version renders templates a little differently (a default command, a probe, a label).
+Applied to every running ShardDB at the first resync after an upgrade, that would restart
+every database of a fleet at once, unasked. So a StatefulSet or cache Deployment keeps the
+template it runs until its user asks for a change: a spec change that shapes its pods, the
+``apply-templates`` annotation on the ShardDB, or a release whose template change cannot
+wait (``EPOCH``). What a template was made from is recorded on the child itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .applied import contains
+from .spec import ShardDBSpec
+
+# Raised by a release whose template change must reach every pod (a fix that cannot wait);
+# children recorded with an older epoch (or none: made before epochs) then roll as usual.
+EPOCH = 1
+# Spec fields each template reads; held to pods.py's templates by tests/test_templates.py.
+DB_FIELDS = ("dbImage", "db", "drainCommand", "drainGracePeriodSeconds", "imagePullSecrets", "serviceAccountName")
+CACHE_FIELDS = ("cache", "imagePullSecrets", "serviceAccountName")
+CACHE_DB_FIELDS = ("port",)  # the cache's pods are told the shards' port
+CACHE_IGNORED = ("replicas",)  # a count, not a shape
+# Recorded on a child made before inputs were, whose spec has changed since: it matches no spec.
+SUPERSEDED = "superseded"
+
+
+def inputs(spec: ShardDBSpec, component: str) -> str:
+    """A short hash of what shapes a component's pods, as the user wrote it.
+
+    Values equal to their default are left out, so a release that adds a field (or a CRD
+    that defaults one) changes no hash.
+    """
+    written = spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+    if component == "db":
+        shape = {key: written[key] for key in DB_FIELDS if key in written}
+    else:
+        shape = {key: written[key] for key in CACHE_FIELDS if key in written}
+        cache = {key: value for key, value in shape.get("cache", {}).items() if key not in CACHE_IGNORED}
+        shape["cache"] = cache
+        db = written.get("db", {})
+        shape["db"] = {key: db[key] for key in CACHE_DB_FIELDS if key in db}
+    text = json.dumps(shape, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a running child says of its template: as stored, as last asked for, and what it was made from."""
+
+    template: dict[str, Any]
+    held: dict[str, Any]  # as last asked for where Metacontroller recorded it, else as stored
+    asked_before: bool  # ``held`` is Metacontroller's record of the last answer
+    inputs: str | None
+    epoch: int | None
+    applied: str | None
+
+
+@dataclass(frozen=True)
+class Choice:
+    template: dict[str, Any]
+    waiting: bool  # a newer template than the one kept is held back
+
+
+def choose(recorded: Recorded | None, rendered: dict[str, Any], made_from: str, asked: str | None) -> Choice:
+    """The rendered template where the user asked for a change (or nothing would change); else the one it runs.
+
+    A child made before inputs were recorded counts as made from the current spec: when unsure,
+    keep what runs (the status says a newer template waits, and the annotation applies it).
+    """
+    if recorded is None:
+        return Choice(rendered, waiting=False)
+    # Nothing to write: Metacontroller merges against its record of the last answer, so a key the
+    # rendering no longer has would be removed from the running template (and every pod restarted).
+    unchanged = recorded.held == rendered if recorded.asked_before else contains(recorded.template, rendered)
+    if unchanged:
+        return Choice(rendered, waiting=False)
+    reshaped = recorded.inputs is not None and recorded.inputs != made_from
+    requested = asked is not None and asked != recorded.applied
+    overdue = (recorded.epoch if recorded.epoch is not None else 1) < EPOCH
+    if reshaped or requested or overdue:
+        return Choice(rendered, waiting=False)
+    return Choice(recorded.held, waiting=True)
