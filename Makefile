@@ -7,10 +7,11 @@ FLEET ?= 1,20
 BASELINE ?= 950cc8a
 PARTITIONS ?= 1
 STAGE ?= available
+UPGRADE ?= 20
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e data nodebin images lint bench bench-fleet crd testbin venv image clean
+.PHONY: run render test unit e2e data nodebin images lint bench bench-fleet bench-upgrade crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -82,6 +83,10 @@ bench: venv
 ## A fleet of ShardDBs on the real Metacontroller: $(BASELINE) vs the working tree (FLEET=1,20,100 for more).
 bench-fleet: venv testbin
 	$(BIN)/python -m bench.fleet --fleet $(FLEET) --baseline $(BASELINE) --partitions $(PARTITIONS)
+
+## N ShardDBs brought up by $(BASELINE), then the working tree's hooks: what the upgrade restarts (UPGRADE=100).
+bench-upgrade: venv testbin
+	$(BIN)/python -m bench.fleet --upgrade $(UPGRADE) --baseline $(BASELINE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

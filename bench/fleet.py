@@ -8,6 +8,9 @@ and example, and the node agent). Per fleet size N: time until all N are
 Available and Metacontroller's writes per ShardDB, read from the API server's
 audit log; then writes and hook calls per minute while idle; and one ShardDB
 scaled from 3 to 16 shards. Prints a Markdown table: baseline, current, ratio.
+With ``--upgrade N``, instead: N ShardDBs brought up by the baseline, then its
+hooks replaced by the current ones: pods deleted, pod templates rewritten and
+Metacontroller's writes in the minutes that follow.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class Options:
     pod_start_seconds: float = 1.0
     job_seconds: float = 2.0
     timeout_seconds: float = 1800.0
+    upgrade_watch_seconds: float = 180.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,19 @@ class ScaleResult:
     to_shards: int
     seconds: float
     tally: Tally
+
+
+@dataclass(frozen=True)
+class UpgradeResult:
+    """A fleet brought up by one version, then the hooks replaced by another and watched."""
+
+    size: int
+    bringup_seconds: float
+    watched: Tally
+    pods_deleted: int
+    statefulset_templates: int  # StatefulSets whose stored pod template changed
+    deployment_templates: int
+    newer: Counter[str]  # status.newerTemplates at the end, by value
 
 
 @dataclass
@@ -207,6 +224,74 @@ def scale_up(stack: Stack, source: Path, shards: tuple[int, int], options: Optio
         return ScaleResult(shards[0], shards[1], seconds, fleet.tally(mark, calls, seconds))
     finally:
         fleet.close()
+
+
+def _templates(fleet: Fleet, kind: str) -> dict[str, Obj]:
+    path = {"StatefulSet": "statefulsets", "Deployment": "deployments"}[kind]
+    items = fleet.http.get(f"/apis/apps/v1/namespaces/{fleet.namespace}/{path}").json()["items"]
+    return {item["metadata"]["name"]: item["spec"]["template"] for item in items}
+
+
+def upgrade(baseline: Source, current: Source, size: int, options: Options, progress: Progress) -> UpgradeResult:
+    """``size`` ShardDBs brought up by ``baseline``, then ``current``'s CRD, CompositeController and hooks."""
+    stack = Stack(stack_options(baseline, options))
+    stack.start()
+    try:
+        fleet = Fleet(stack, "upgrade", example(baseline.directory), options.partitions)
+        try:
+            names = [f"db-{index:03d}" for index in range(size)]
+            start = time.monotonic()
+            fleet.create(names)
+            fleet.wait_available(names, options.timeout_seconds)
+            bringup = time.monotonic() - start
+            progress(f"[baseline {baseline.revision}] N={size} Available in {bringup:.1f} s; upgrading the hooks")
+            time.sleep(3)
+            before = {kind: _templates(fleet, kind) for kind in ("StatefulSet", "Deployment")}
+            mark, start = stack.audit.mark(), time.monotonic()
+            stack.replace_hooks(current.directory, isolated=current.origin != "working tree")
+            calls = stack.hook_calls()  # the new hooks' own log: their calls only
+            time.sleep(options.upgrade_watch_seconds)
+            watched = fleet.tally(mark, calls, time.monotonic() - start)
+            after = {kind: _templates(fleet, kind) for kind in ("StatefulSet", "Deployment")}
+            log = stack.audit.since(mark, namespace=fleet.namespace)
+            items = fleet.http.get(fleet.base).json()["items"]
+            newer = Counter(str(item.get("status", {}).get("newerTemplates", "(none reported)")) for item in items)
+            changed = {kind: sum(after[kind].get(n) != t for n, t in before[kind].items()) for kind in before}
+            return UpgradeResult(
+                size=size,
+                bringup_seconds=bringup,
+                watched=watched,
+                pods_deleted=sum(1 for w in log if w.resource == "pods" and w.verb == "delete"),
+                statefulset_templates=changed["StatefulSet"],
+                deployment_templates=changed["Deployment"],
+                newer=newer,
+            )
+        finally:
+            fleet.close()
+    finally:
+        stack.stop()
+
+
+def upgrade_table(baseline: Source, current: Source, result: UpgradeResult, options: Options) -> str:
+    i, w = options.instance, result.watched
+    split = ", ".join(f"{kind} {w.writes[kind]}" for kind in WRITE_KINDS if w.writes[kind])
+    newer = ", ".join(f"{value!r}: {count}" for value, count in sorted(result.newer.items()))
+    lines = [
+        f"Upgrade benchmark ({time.strftime('%Y-%m-%d')}): {result.size} ShardDBs brought up by `{baseline.revision}` "
+        f"({baseline.origin}) in {result.bringup_seconds:.0f} s, then the hooks, CRD and CompositeController replaced "
+        f"by `{current.revision}` ({current.origin}) and watched {w.seconds:.0f} s; {machine()}; Metacontroller "
+        f"v4.17.2 (QPS {i.qps:g}, burst {i.burst}, {i.workers} workers); writes from the audit log.",
+        "",
+        "| after the upgrade | count |",
+        "|---|---:|",
+        f"| pods deleted | {result.pods_deleted} |",
+        f"| StatefulSet pod templates rewritten | {result.statefulset_templates} of {result.size} |",
+        f"| cache Deployment pod templates rewritten | {result.deployment_templates} of {result.size} |",
+        f"| Metacontroller writes ({split or 'none'}) | {w.total} |",
+        f"| hook calls | {w.hook_calls} |",
+        f"| `status.newerTemplates` at the end | {newer} |",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def stack_options(source: Source, options: Options) -> StackOptions:
@@ -377,6 +462,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         help="Metacontroller instances, one per partition; several counts (1,2,4) compare them on the current code",
     )
     parser.add_argument("--timeout", type=float, default=1800.0, help="give up on a scenario after this (1800 s)")
+    parser.add_argument(
+        "--upgrade", type=int, default=0, help="instead: N ShardDBs by the baseline, then the current hooks (0: off)"
+    )
+    parser.add_argument("--upgrade-watch", type=float, default=180.0, help="seconds watched after the upgrade (180)")
     args = parser.parse_args(argv)
     options = Options(
         sizes=args.fleet,
@@ -387,6 +476,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         pod_start_seconds=args.pod_start,
         job_seconds=args.job_seconds,
         timeout_seconds=args.timeout,
+        upgrade_watch_seconds=args.upgrade_watch,
     )
     return args, options
 
@@ -410,6 +500,11 @@ def main(argv: list[str] | None = None) -> None:
             print(partition_table(versions, list(args.partitions), options))
             return
         (work / "baseline").mkdir()
+        if args.upgrade:
+            baseline = extract(args.baseline, work / "baseline")
+            result = upgrade(baseline, current, args.upgrade, options, _progress)
+            print(upgrade_table(baseline, current, result, options))
+            return
         sources = [extract(args.baseline, work / "baseline"), current]
         versions = [Version(role, source) for role, source in zip(("baseline", "current"), sources, strict=True)]
         for version in versions:
