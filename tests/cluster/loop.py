@@ -123,6 +123,10 @@ class Loop:
             "blockOwnerDeletion": True,
         }
 
+    def refresh(self) -> None:
+        """After a write of the test's own to a child: the world sees it as stored, status kept."""
+        self._refresh_children({})
+
     def _refresh_children(self, simulated: dict[tuple[str, str], Any]) -> None:
         """World's children become the stored objects; status stays the simulated one."""
         for group, objs in self.world.children.items():
