@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hooks import pods
+from hooks import pods, templates
 from hooks.lifecycle import Decision, Phase, decide
-from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, StuckPod
+from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, StuckPod, TemplateRecord
 from hooks.spec import ShardDBSpec
 
 
@@ -41,15 +41,22 @@ def cache(replicas: int = 2, ready: int = 2, status_replicas: int | None = None,
     )
 
 
+def made(shape: ShardDBSpec, component: str) -> TemplateRecord:
+    """What a workload made by these hooks from ``shape`` records of its template."""
+    return TemplateRecord(inputs=templates.inputs(shape, component), epoch=templates.EPOCH)
+
+
 def snapshot(**fields: Any) -> Snapshot:
     """A snapshot whose workloads run the templates its spec renders, unless a test says otherwise."""
     fields.setdefault("spec", spec())
     observed = fields.get("statefulset")
     if observed is not None and not observed.template:
-        fields["statefulset"] = replace(observed, template=pods.db_template("demo", fields["spec"]))
+        template = pods.db_template("demo", fields["spec"])
+        fields["statefulset"] = replace(observed, template=template, made=made(fields["spec"], "db"))
     observed_cache = fields.get("cache")
     if observed_cache is not None and not observed_cache.template:
-        fields["cache"] = replace(observed_cache, template=pods.cache_template("demo", fields["spec"]))
+        template = pods.cache_template("demo", fields["spec"])
+        fields["cache"] = replace(observed_cache, template=template, made=made(fields["spec"], "cache"))
     return Snapshot(name="demo", namespace="default", generation=1, **fields)
 
 
