@@ -83,6 +83,12 @@ class Cluster:
         response.raise_for_status()
         return [event for event in response.json()["items"] if event.get("reason") == reason]
 
+    def events_of(self, kind: str) -> list[Obj]:
+        """Events about objects of one kind in the namespace (Metacontroller's, for a ShardDB)."""
+        response = self.kube.http.get(f"/api/v1/namespaces/{self.namespace}/events")
+        response.raise_for_status()
+        return [event for event in response.json()["items"] if event.get("involvedObject", {}).get("kind") == kind]
+
     def pod(self, name: str) -> Obj | None:
         response = self.kube.http.get(f"/api/v1/namespaces/{self.namespace}/pods/{name}")
         if response.status_code == 404:

@@ -6,6 +6,7 @@ reported at once; each is deleted at the end of its test (nothing to drain).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -37,6 +38,18 @@ def degraded(sharddbs: ShardDBs, name: str, words: str) -> Obj:
 
     result: Obj = wait_until(f"{name} Degraded naming {words!r}", check, 180, 0.5)
     return result
+
+
+@pytest.fixture(autouse=True)
+def deleted_after(sharddbs: ShardDBs) -> Iterator[None]:
+    """Each test's ShardDB goes at its end, so no crash loop keeps the node and Metacontroller busy after it."""
+    before = {item["metadata"]["name"] for item in sharddbs.items("ShardDB")}
+    yield
+    for item in sharddbs.items("ShardDB"):
+        name = item["metadata"]["name"]
+        if name not in before:
+            sharddbs.delete(name)
+            sharddbs.gone(name, timeout=120)
 
 
 def test_an_image_that_is_not_there_is_named_image_pull_back_off(sharddbs: ShardDBs) -> None:
