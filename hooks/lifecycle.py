@@ -187,12 +187,14 @@ def _sync(snap: Snapshot) -> Decision:
     cache = snap.cache
     gates_open = all_ready and seeded_now and all_registered
     # A running child keeps its template until its user asks for the one these hooks render.
-    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), names.DB)
+    db_made = _made(snap, templates.inputs(spec, names.DB))
+    cache_made = _made(snap, templates.inputs(spec, names.CACHE))
+    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), db_made)
     db_template = db_choice.template
     cache_choice = templates.Choice({}, waiting=False)
     if cache is not None or gates_open:
         rendered = pods.cache_template(snap.name, spec)
-        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, names.CACHE)
+        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made)
     cache_template = cache_choice.template
     newer = tuple(part for part, choice in (("shards", db_choice), ("cache", cache_choice)) if choice.waiting)
     rollout = _rollout(snap, shards, ready, all_registered, db_template, cache_template)
@@ -272,9 +274,9 @@ def _sync(snap: Snapshot) -> Decision:
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
         recheck_at=troubles.recheck_at,
-        db_made=_made(snap, names.DB),
+        db_made=db_made,
         # Held for the shards, the cache keeps its record too; the change it waits for rolls it after them.
-        cache_made=_superseded(cache.made) if rollout.cache_held and cache else _made(snap, names.CACHE),
+        cache_made=_superseded(cache.made) if rollout.cache_held and cache else cache_made,
         newer_templates=newer,
     )
 
@@ -283,15 +285,14 @@ APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new va
 
 
 def _choose(
-    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], component: str
+    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], made: TemplateRecord
 ) -> templates.Choice:
-    made_from = templates.inputs(snap.spec, component)
-    return templates.choose(recorded, rendered, made_from, snap.apply_templates)
+    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates)
 
 
-def _made(snap: Snapshot, component: str) -> TemplateRecord:
-    """What a template rendered or kept now was made from: this spec, this epoch, this request."""
-    return TemplateRecord(templates.inputs(snap.spec, component), templates.EPOCH, snap.apply_templates)
+def _made(snap: Snapshot, inputs: str) -> TemplateRecord:
+    """What a template rendered or kept now was made from: this spec's ``inputs``, this epoch, this request."""
+    return TemplateRecord(inputs, templates.EPOCH, snap.apply_templates)
 
 
 def _superseded(record: TemplateRecord) -> TemplateRecord:
@@ -547,8 +548,8 @@ def _stopping(
         db_template=(sts.held_template() if sts else {}) or pods.db_template(snap.name, snap.spec),
         cache_template=cache.held_template() if cache else {},
         # A teardown keeps each template as it is, and so what it says it was made from.
-        db_made=sts.made if sts else _made(snap, names.DB),
-        cache_made=cache.made if cache else _made(snap, names.CACHE),
+        db_made=sts.made if sts else _made(snap, templates.inputs(snap.spec, names.DB)),
+        cache_made=cache.made if cache else _made(snap, templates.inputs(snap.spec, names.CACHE)),
     )
 
 

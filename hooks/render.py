@@ -189,12 +189,12 @@ def made(record: TemplateRecord) -> dict[str, str]:
     return out
 
 
-def cache_deployment(parent: str, replicas: int, template: Obj, record: TemplateRecord | None = None) -> Obj:
+def cache_deployment(parent: str, replicas: int, template: Obj, record: TemplateRecord) -> Obj:
     """The cache; ``template`` is the current one while it waits for the shards to roll first."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(names.cache_name(parent), parent, names.CACHE, made(record or TemplateRecord())),
+        "metadata": _meta(names.cache_name(parent), parent, names.CACHE, made(record)),
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": names.selector_labels(parent, names.CACHE)},

@@ -25,6 +25,7 @@ from testbed.stack import Stack, StackOptions
 
 from ..cluster.kube import Kube
 from ..e2e.conftest import kube as kube  # the same client, on this tier's stack
+from ..e2e.conftest import summarize
 from ..e2e.sharddbs import ShardDBs
 from .cluster import Cluster
 
@@ -95,12 +96,4 @@ def report(request: pytest.FixtureRequest) -> Report:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _costs:
-        terminalreporter.section("Metacontroller writes per data-tier module")
-        for name, total, kinds in _costs:
-            split = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
-            terminalreporter.write_line(f"{total:5d}  {name}  ({split})")
-    if _reports:
-        terminalreporter.section("What the steps took on the real node")
-        for line in _reports:
-            terminalreporter.write_line(line)
+    summarize(terminalreporter, _costs, _reports, per="data-tier module", on="the real node")

@@ -106,8 +106,7 @@ def test_bring_up_seeds_every_shard_by_its_dns_name(
         assert f"seed: {shard(i)}.{NAME}-db:5432 accepts connections" in seed, seed
         assert f"seed: logged in to {shard(i)}.{NAME}-db as postgres" in seed, seed
     assert sharddbs.child("Job", f"{NAME}-seed-3")["status"].get("succeeded") == 1
-    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
-    report(f"applied to Available in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
+    report(f"applied to Available in {seconds:.1f} s, {cost(stack, cluster, mark)}")
 
 
 def test_an_idle_sharddb_costs_no_write_beside_a_real_kubelet(stack: Stack, cluster: Cluster, report: Report) -> None:
@@ -199,8 +198,7 @@ def test_a_rollout_of_both_images_keeps_every_row(
     for i in range(3):
         assert rows(cluster, shard(i)) == expected(i)
         assert_clean_start(cluster, shard(i))
-    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
-    report(f"rolled both images in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
+    report(f"rolled both images in {seconds:.1f} s, {cost(stack, cluster, mark)}")
 
 
 def test_hibernation_flushes_the_cache_then_drains_every_shard(
@@ -220,8 +218,7 @@ def test_hibernation_flushes_the_cache_then_drains_every_shard(
         assert_clean_stop(lines, pod)
     assert_cache_gone_before_shards(stack, cluster, mark)
     assert not cluster.events("FailedPreStopHook"), cluster.events("FailedPreStopHook")
-    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
-    report(f"hibernated in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
+    report(f"hibernated in {seconds:.1f} s, {cost(stack, cluster, mark)}")
 
 
 def test_waking_needs_no_crash_recovery_and_no_seed(
@@ -237,8 +234,7 @@ def test_waking_needs_no_crash_recovery_and_no_seed(
         assert rows(cluster, shard(i)) == expected(i)
         assert_clean_start(cluster, shard(i))
     assert {job["metadata"]["name"] for job in sharddbs.items("Job")} == seeds, "waking ran a seed again"
-    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
-    report(f"woke to Available in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
+    report(f"woke to Available in {seconds:.1f} s, {cost(stack, cluster, mark)}")
 
 
 def test_scaling_from_3_to_5_shards_keeps_the_rows_and_seeds_5_once(
@@ -266,8 +262,7 @@ def test_scaling_from_3_to_5_shards_keeps_the_rows_and_seeds_5_once(
     assert sharddbs.child("Job", f"{NAME}-seed-5")["status"].get("succeeded") == 1
     for i in (3, 4):
         write_rows(cluster, i)
-    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
-    report(f"scaled 3→5 in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
+    report(f"scaled 3→5 in {seconds:.1f} s, {cost(stack, cluster, mark)}")
 
 
 def test_deletion_flushes_the_cache_then_drains_every_shard_even_with_a_session_open(
@@ -305,8 +300,7 @@ def test_deletion_flushes_the_cache_then_drains_every_shard_even_with_a_session_
     assert_cache_gone_before_shards(stack, cluster, mark)
     assert not cluster.events("FailedPreStopHook"), cluster.events("FailedPreStopHook")
     assert len(sharddbs.claims()) == 5, "a volume claim went with the ShardDB"
-    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
-    report(f"finalized in {seconds:.1f} s, {len(writes)} Metacontroller writes {dict(tally(writes))}")
+    report(f"finalized in {seconds:.1f} s, {cost(stack, cluster, mark)}")
 
 
 def test_a_recreated_sharddb_finds_every_row_on_the_kept_claims(sharddbs: ShardDBs, cluster: Cluster) -> None:
@@ -317,6 +311,12 @@ def test_a_recreated_sharddb_finds_every_row_on_the_kept_claims(sharddbs: ShardD
     for i in range(5):
         assert rows(cluster, shard(i)) == expected(i)
         assert_clean_start(cluster, shard(i))
+
+
+def cost(stack: Stack, cluster: Cluster, mark: int) -> str:
+    """Metacontroller's writes in the namespace since ``mark``, for the session's summary."""
+    writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
+    return f"{len(writes)} Metacontroller writes {dict(tally(writes))}"
 
 
 def assert_cache_gone_before_shards(stack: Stack, cluster: Cluster, mark: int) -> None:

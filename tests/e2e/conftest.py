@@ -106,14 +106,26 @@ def sharddbs(kube: Kube, namespace: str) -> ShardDBs:
     return ShardDBs(kube, namespace)
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not _costs:
+def summarize(
+    reporter: pytest.TerminalReporter,
+    costs: list[tuple[str, int, Counter[str]]],
+    reports: list[str],
+    *,
+    per: str,
+    on: str,
+) -> None:
+    """The session's tables: Metacontroller's writes per ``per``, then what each step took ``on`` the stack."""
+    if not costs:
         return
-    terminalreporter.section("Metacontroller writes per end-to-end test")
-    for name, total, kinds in _costs:
+    reporter.section(f"Metacontroller writes per {per}")
+    for name, total, kinds in costs:
         split = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
-        terminalreporter.write_line(f"{total:5d}  {name}  ({split})")
-    if _reports:
-        terminalreporter.section("What the steps took on the real stack")
-        for line in _reports:
-            terminalreporter.write_line(line)
+        reporter.write_line(f"{total:5d}  {name}  ({split})")
+    if reports:
+        reporter.section(f"What the steps took on {on}")
+        for line in reports:
+            reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    summarize(terminalreporter, _costs, _reports, per="end-to-end test", on="the real stack")
