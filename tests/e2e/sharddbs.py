@@ -94,7 +94,13 @@ class ShardDBs:
         found: list[Obj] = response.json()["items"]
         return found
 
-    def available(self, name: str, timeout: float = 90.0) -> Obj:
+    # A bring-up takes seconds; rarely (2 runs in 7 here) one waited over 90 s, never getting its
+    # shards ready. The likely cause is the scheduler parking a shard pod as unschedulable just as its
+    # volume binds, which only the scheduler's 5-minute flush of such pods retries. The wait covers it:
+    # these tests promise an order, not a speed.
+    AVAILABLE_SECONDS = 330.0
+
+    def available(self, name: str, timeout: float = AVAILABLE_SECONDS) -> Obj:
         """Wait until Available=True for the current generation."""
 
         def check() -> Obj | None:
