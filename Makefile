@@ -8,10 +8,13 @@ BASELINE ?= 950cc8a
 PARTITIONS ?= 1
 STAGE ?= available
 UPGRADE ?= 20
+IDLE ?= 0,100,300
+CHAOS_FLEET ?= 100
+BASELINE_SETTINGS ?= f079df8
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e data nodebin images lint bench bench-fleet bench-upgrade crd testbin venv image clean
+.PHONY: run render test unit e2e data nodebin images lint bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -87,6 +90,16 @@ bench-fleet: venv testbin
 ## N ShardDBs brought up by $(BASELINE), then the working tree's hooks: what the upgrade restarts (UPGRADE=100).
 bench-upgrade: venv testbin
 	$(BIN)/python -m bench.fleet --upgrade $(UPGRADE) --baseline $(BASELINE)
+
+## A change to one ShardDB beside idle fleets of IDLE ShardDBs: the baseline's and the current manifests'
+## resync period and client budget side by side (README: Metacontroller and write budgets; about 40 minutes).
+bench-latency: venv testbin
+	$(BIN)/python -m bench.latency --idle $(IDLE) --baseline $(BASELINE_SETTINGS)
+
+## The fault campaign: CHAOS_FLEET ShardDBs on two partitions through their whole life, without and then
+## with every component failing at random moments; fails when an invariant breaks (README: Reliability).
+chaos: venv testbin
+	$(BIN)/python -m bench.chaos --fleet $(CHAOS_FLEET)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

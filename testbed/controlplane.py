@@ -11,6 +11,7 @@ write is whose.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -123,6 +124,9 @@ class ControlPlane:
     port: int = 0
     # user name -> (token, groups); every identity a component of the stack may use, fixed before start.
     identities: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    # name -> (arguments, environment) and the latest process of that name, for restarts.
+    commands: dict[str, tuple[list[str], dict[str, str] | None]] = field(default_factory=dict)
+    named: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def identity(self, user: str, groups: tuple[str, ...] = ("system:masters",)) -> None:
         """Declare a client identity; the API server reads its token file once, at start."""
@@ -162,8 +166,12 @@ class ControlPlane:
             raise
 
     def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start one process of the stack, logging to ``<root>/<name>.log``; it dies with this process."""
-        log = (self.root / f"{name}.log").open("wb")
+        """Start one process of the stack, logging to ``<root>/<name>.log``; it dies with this process.
+
+        Started again under the same name (``restart``), it appends to the same log.
+        """
+        self.commands[name] = (args, env)
+        log = (self.root / f"{name}.log").open("ab")
         process = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
@@ -175,6 +183,28 @@ class ControlPlane:
         )
         log.close()
         self.processes.append(process)
+        self.named[name] = process
+        return process
+
+    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Signal the process group of ``name`` and wait for it to end (a fault, or the first half of a restart)."""
+        process = self.named[name]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def restart(self, name: str) -> subprocess.Popen[bytes]:
+        """``name`` started again with its first arguments, on its data; the API server also waits for /readyz."""
+        if self.named[name].poll() is None:
+            self.kill(name, signal.SIGTERM)
+        args, env = self.commands[name]
+        process = self.spawn(name, args, env)
+        if name == "kube-apiserver":
+            self._wait_ready(120.0)
         return process
 
     def _start_etcd(self) -> str:
@@ -226,7 +256,7 @@ class ControlPlane:
                 f"--cert-dir={certs}",
                 f"--token-auth-file={tokens}",
                 "--authorization-mode=RBAC",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-cluster-ip-range=10.0.0.0/20",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={public}",
                 f"--service-account-signing-key-file={key}",
@@ -248,8 +278,9 @@ class ControlPlane:
         deadline = time.monotonic() + timeout
         last = "no answer yet"
         while time.monotonic() < deadline:
-            for name, process in zip(("etcd", "kube-apiserver"), self.processes, strict=False):
-                if process.poll() is not None:
+            for name in ("etcd", "kube-apiserver"):
+                process = self.named.get(name)
+                if process is not None and process.poll() is not None:
                     raise ControlPlaneError(f"{name} exited ({process.returncode}):\n{self._tail()}")
             if self.ca_file.exists():
                 try:

@@ -144,6 +144,11 @@ class Partition:
         (container,) = self.instance["spec"]["template"]["spec"]["containers"]
         return list(container["args"])
 
+    def flag(self, name: str, default: str) -> str:
+        """The value of ``--name=`` in the rendered arguments, or ``default`` (Metacontroller's own)."""
+        prefix = f"--{name}="
+        return next((arg.removeprefix(prefix) for arg in self.args if arg.startswith(prefix)), default)
+
     @property
     def target_selector(self) -> str:
         """The value of ``--target-label-selector``: the CompositeControllers this instance runs."""

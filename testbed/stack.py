@@ -116,6 +116,9 @@ class StackOptions:
     # Split the overlay into this many partitions (``components/partitions-<N>``): one Metacontroller per
     # partition, each with the rendered --target-label-selector and account; ``instances[0]`` sets their budget.
     partitions: int = 0
+    # With partitions: each instance's --client-go-qps, --client-go-burst and --workers as rendered, instead of
+    # ``instances[0]``'s: the budget the manifests ship.
+    shipped_budget: bool = False
     resync_seconds: int | None = None  # overrides each CompositeController's resyncPeriodSeconds
     behaviour: Behaviour = field(default_factory=Behaviour)
     tls: bool = False  # hooks over HTTPS with a bearer token, as the production overlay expects
@@ -352,7 +355,7 @@ class Stack:
         budget = self.options.instances[0]
         self.instances = tuple(
             dataclasses.replace(
-                budget,
+                _shipped(budget, partition) if self.options.shipped_budget else budget,
                 name=f"metacontroller-{partition.name}",
                 target_label_selector=partition.target_selector,
                 account=partition.service_account,
@@ -418,6 +421,13 @@ class Stack:
             time.sleep(0.1)
         raise ControlPlaneError(f"{instance.name} not ready after 60s:\n{self.logs(instance.name)[-3000:]}")
 
+    def kill_metacontroller(self, name: str) -> None:
+        """SIGKILL, as a crash or an evicted pod: its informers, queue and hook answer cache are lost."""
+        process = self.metacontrollers.pop(name)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
     def stop_metacontroller(self, name: str) -> None:
         process = self.metacontrollers.pop(name, None)
         if process is None or process.poll() is not None:
@@ -429,6 +439,16 @@ class Stack:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _shipped(budget: Instance, partition: partitions.Partition) -> Instance:
+    """``budget`` with the client budget and workers the partition's rendered Metacontroller runs with."""
+    return dataclasses.replace(
+        budget,
+        qps=float(partition.flag("client-go-qps", str(budget.qps))),
+        burst=int(partition.flag("client-go-burst", str(budget.burst))),
+        workers=int(partition.flag("workers", str(budget.workers))),
+    )
 
 
 @contextlib.contextmanager

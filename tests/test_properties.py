@@ -251,6 +251,23 @@ def test_the_status_is_a_fixed_point_until_a_grace_runs_out(world: Observed) -> 
 
 @worlds(800)
 @given(observed_worlds())
+def test_no_answer_waits_on_a_periodic_resync(world: Observed) -> None:
+    """Whatever time alone would change, the answer asks for its own call (``resyncAfterSeconds``) before it.
+
+    So Metacontroller's periodic resync is needed for no decision; the shipped period
+    can be long (README, "Metacontroller and write budgets").
+    """
+    body = run(world.request, world.finalize)
+    again = _fed_back(world, body)
+    wait = body.get("resyncAfterSeconds")
+    later = LATER if wait is None else _seconds_after_now(wait - 1)
+    after = run(again, world.finalize, now=later)
+    assert after["children"] == body["children"]
+    assert after["status"] == body["status"]
+
+
+@worlds(800)
+@given(observed_worlds())
 def test_when_a_grace_runs_out_the_pod_counts_and_only_flipped_conditions_move(world: Observed) -> None:
     truth = world.truth
     body = run(world.request, world.finalize)

@@ -1,7 +1,13 @@
-"""Two partitions on the real stack: each ShardDB served by exactly one Metacontroller, as the audit log shows."""
+"""Two partitions on the real stack, at the shipped settings: each ShardDB served by exactly one Metacontroller.
+
+The stack runs what ``components/partitions-2`` renders, resync period and client
+budget included (no test override), so the lifecycle here also shows that no
+decision waits on Metacontroller's periodic resync.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -10,8 +16,9 @@ from testbed import partitions
 from testbed.stack import Stack, StackOptions
 
 from ..cluster.kube import Kube
-from .conftest import RESYNC_SECONDS, new_namespace, start_stack
-from .sharddbs import ShardDBs
+from ..test_budget import BURST, QPS, RESYNC_SECONDS
+from .conftest import new_namespace, start_stack
+from .sharddbs import SPEC, ShardDBs, condition, wait_until
 
 LABEL = partitions.LABEL
 # name -> partition label (None: unlabelled) and the partition expected to serve it
@@ -20,7 +27,7 @@ CASES = {"alpha": ("p0", "p0"), "beta": ("p1", "p1"), "gamma": (None, "p0")}
 
 @pytest.fixture(scope="module")
 def split() -> Iterator[Stack]:
-    running = start_stack(StackOptions(partitions=2, resync_seconds=RESYNC_SECONDS))
+    running = start_stack(StackOptions(partitions=2, shipped_budget=True))
     try:
         yield running
     finally:
@@ -79,3 +86,25 @@ def test_deleting_a_sharddb_in_each_partition_finishes_and_keeps_its_claims(flee
     fleet.gone(name)
     claims = [c for c in fleet.claims() if c["metadata"]["name"].endswith(tuple(f"{name}-db-{i}" for i in range(3)))]
     assert len(claims) == 3
+
+
+def test_the_stack_runs_the_shipped_resync_period_and_budget(split: Stack, fleet: ShardDBs) -> None:
+    listed = fleet.kube.kubectl("get", "compositecontrollers", "-o", "json")
+    stored = json.loads(listed.stdout)["items"]
+    assert len(stored) == 2
+    assert {c["spec"]["resyncPeriodSeconds"] for c in stored} == {RESYNC_SECONDS}
+    assert {(i.qps, i.burst) for i in split.instances} == {(QPS, BURST)}
+
+
+def test_a_pods_start_grace_running_out_is_noticed_without_a_periodic_resync(fleet: ShardDBs) -> None:
+    """The pod sends no event when its grace ends; the hook asked for the call that notices it."""
+    env = [{"name": "POSTGRES_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "absent", "key": "password"}}}]
+    fleet.create("late", {**SPEC, "db": {"env": env}, "podStartGraceSeconds": 5}, labels={LABEL: "p1"})
+    degraded = wait_until(
+        "Degraded=True",
+        lambda: (c := condition(fleet.get("late"), "Degraded")).get("status") == "True" and c,
+        timeout=60,
+    )
+    assert "CreateContainerConfigError" in degraded["message"]
+    fleet.delete("late")
+    fleet.gone("late")

@@ -1,0 +1,65 @@
+"""The fault campaign's small form: a few ShardDBs on two partitions live their whole life while everything fails.
+
+One campaign (``bench.chaos``, as ``make chaos`` runs it for a fleet of 100) on a
+stack of its own: created, scaled, rolled, hibernated, woken and deleted, with a
+fault every few seconds (each kind more than once: Metacontroller, the API
+server, etcd, the controller manager, the scheduler and the node agent killed or
+restarted, the hooks killed or frozen past Metacontroller's timeout), then the
+invariants over everything the API server stored.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from bench.chaos import PHASES, Campaign, Options, run
+from testbed.faults import Faults, Timing
+
+from .conftest import Report
+
+OPTIONS = Options(
+    fleet=4,
+    partitions=2,
+    gap=(1.0, 4.0),
+    together=0.3,
+    timing=Timing(down=(0.5, 3.0), frozen=(12.0, 15.0)),
+    recovery_seconds=10.0,
+    idle_seconds=20.0,
+    phase_timeout=600.0,
+    seed=7,
+)
+
+
+@pytest.fixture(scope="module")
+def campaign() -> Campaign:
+    return run(OPTIONS, print)  # progress lines: shown with a failure
+
+
+def test_every_phase_of_the_fleets_life_finishes_under_faults(campaign: Campaign, report: Report) -> None:
+    assert list(campaign.phases) == list(PHASES)
+    kinds = Counter(i.fault for i in campaign.injected)
+    report(
+        ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in campaign.phases.items())
+        + f"; {len(campaign.injected)} faults ({dict(sorted(kinds.items()))}); longest unplanned unavailability "
+        f"{campaign.longest_unavailable[0]:.1f} s"
+    )
+
+
+def test_every_kind_of_fault_struck_more_than_once(campaign: Campaign) -> None:
+    kinds = Counter(i.fault for i in campaign.injected)
+    assert set(kinds) == set(Faults.KINDS)
+    assert min(kinds.values()) >= 2, kinds
+
+
+def test_every_part_came_back_after_its_fault(campaign: Campaign) -> None:
+    assert campaign.fault_errors == []
+
+
+def test_no_invariant_of_the_lifecycle_broke(campaign: Campaign) -> None:
+    assert [str(v) for v in campaign.violations] == []
+
+
+def test_after_recovery_the_fleet_costs_metacontroller_no_write(campaign: Campaign) -> None:
+    assert [str(w) for w in campaign.idle_writes] == []
