@@ -3,7 +3,7 @@
 It reads the body, parses it with the standard library, and returns a canned
 answer of the hook's size. Beating it means the hook's own work costs less
 than one stdlib parse. ``python -m bench.floor`` serves it with the hook
-service's own uvicorn configuration (``hooks.serving.config``); answers come from ``SHARDDB_FLOOR_ANSWERS``
+service's own uvicorn configuration (``hooks.service.serving.config``); answers come from ``SHARDDB_FLOOR_ANSWERS``
 (a directory of ``<shards>.json`` files), each served at ``POST /sync/<shards>``.
 """
 
@@ -18,8 +18,8 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from hooks.serving import config
-from hooks.settings import Settings
+from hooks.service.serving import config
+from hooks.service.settings import Settings
 
 JSON = "application/json"
 

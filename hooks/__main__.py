@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .settings import Settings, SettingsError
+from .service.settings import Settings, SettingsError
 
 USAGE = """\
 usage: python -m hooks                  serve the hooks (settings from SHARDDB_* variables)
@@ -19,8 +19,8 @@ usage: python -m hooks                  serve the hooks (settings from SHARDDB_*
 def serve() -> int:
     try:
         settings = Settings.from_env()
-        from .app import create_app
-        from .serving import HookServer, config
+        from .service.app import create_app
+        from .service.serving import HookServer, config
 
         app = create_app(settings)
     except SettingsError as error:

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import settings as hypothesis_settings
 
-from hooks.app import create_app
+from hooks.service.app import create_app
 from testbed.server import serve
 
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.app import create_app
-from hooks.settings import Settings, SettingsError
+from hooks.service.app import create_app
+from hooks.service.settings import Settings, SettingsError
 from testbed.server import serve
 from testbed.world import World
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.app import create_app
-from hooks.settings import Settings
+from hooks.service.app import create_app
+from hooks.service.settings import Settings
 from testbed.world import Obj, World, bring_up, sharddb
 
 pytestmark = pytest.mark.http

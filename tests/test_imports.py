@@ -65,3 +65,19 @@ def test_package_does_not_import_the_tests(package: str) -> None:
 )
 def test_the_check_sees_absolute_relative_and_nested_imports(source: str, package: str, expected: list[str]) -> None:
     assert [name for _, name in imports(source, package) if of_tests(name)] == expected
+
+
+def test_the_decision_never_imports_the_service() -> None:
+    """From the tree a reader sees where the decision ends: ``hooks/*.py`` decide and render, ``hooks/service/`` serves.
+
+    Only the entry point (``__main__``) starts the service.
+    """
+    decision = sorted(path for path in (ROOT / "hooks").glob("*.py") if path.name != "__main__.py")
+    assert decision
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in decision
+        for line, name in imports(path.read_text(), "hooks")
+        if name == "hooks.service" or name.startswith("hooks.service.")
+    ]
+    assert not found, "the decision imports the service:\n" + "\n".join(found)

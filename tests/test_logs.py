@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hooks.logs import JSONFormatter
+from hooks.service.logs import JSONFormatter
 from testbed.server import launch
 from testbed.world import World
 

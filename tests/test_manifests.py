@@ -27,8 +27,8 @@ import yaml
 from fastapi.routing import APIRoute
 
 from hooks import handler, kinds
-from hooks.app import create_app
-from hooks.settings import Settings
+from hooks.service.app import create_app
+from hooks.service.settings import Settings
 from hooks.spec import ShardDBSpec
 from testbed.world import World
 

@@ -201,8 +201,8 @@ def test_serving_loads_neither_the_preview_nor_yaml() -> None:
     probe = (
         "import sys\n"
         "from hooks.__main__ import main\n"
-        "from hooks.app import create_app\n"
-        "from hooks.serving import HookServer\n"
+        "from hooks.service.app import create_app\n"
+        "from hooks.service.serving import HookServer\n"
         "create_app()\n"
         "print(sorted(m for m in ('yaml', 'hooks.preview') if m in sys.modules))\n"
     )

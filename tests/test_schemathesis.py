@@ -1,6 +1,6 @@
 """A second, independent source of input: Schemathesis, driven by the app's own OpenAPI schema.
 
-The schema is the real contract (``hooks.openapi``), so positive cases are well-formed
+The schema is the real contract (``hooks.service.openapi``), so positive cases are well-formed
 Metacontroller requests that must be answered; negative cases break it somewhere and
 are refused with a 4xx (a few stay acceptable: the hooks do not insist on a
 Content-Type, as Metacontroller always sends JSON) — never a 5xx either way.
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from hooks.app import create_app
+from hooks.service.app import create_app
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 

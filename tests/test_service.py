@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.etags import code_fingerprint, digest
-from hooks.logs import LOGGER_NAME, JSONFormatter
+from hooks.service.etags import code_fingerprint, digest
+from hooks.service.logs import LOGGER_NAME, JSONFormatter
 from testbed.world import World, sharddb
 
 pytestmark = pytest.mark.http
@@ -130,3 +130,11 @@ def test_one_json_log_line_per_hook_call_names_parent_phase_and_changes(asgi: Te
 def test_openapi_schema_lists_the_hooks(asgi: TestClient) -> None:
     paths = asgi.get("/openapi.json").json()["paths"]
     assert {"/sync", "/finalize", "/customize", "/healthz", "/readyz", "/metrics"} <= set(paths)
+
+
+def test_etag_changes_when_a_module_of_a_subpackage_changes(tmp_path: Path) -> None:
+    (tmp_path / "service").mkdir()
+    (tmp_path / "service" / "app.py").write_text("route = 1\n")
+    before = code_fingerprint(tmp_path)
+    (tmp_path / "service" / "app.py").write_text("route = 2\n")
+    assert code_fingerprint(tmp_path) != before

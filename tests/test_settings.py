@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hooks.settings import Settings, SettingsError
+from hooks.service.settings import Settings, SettingsError
 from testbed.server import ROOT
 
 

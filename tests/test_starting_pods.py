@@ -17,8 +17,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.app import create_app
 from hooks.clock import rfc3339, system_clock
+from hooks.service.app import create_app
 from testbed.world import World, bring_up, sharddb, step
 
 from .hook import ManualClock, over_http

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import errors
+from .. import errors
 from .auth import REALM, TokenFile, presented_token
 
 

@@ -16,9 +16,10 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from . import __version__, errors, handler, logs, openapi
+from .. import __version__, errors, handler
+from ..clock import Clock, system_clock
+from . import logs, openapi
 from .auth import TokenFile
-from .clock import Clock, system_clock
 from .etags import digest, etag, still_matches
 from .health import Health
 from .metrics import CONTENT_TYPE, Metrics

@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from .contract import CustomizeRequest, SyncRequest
-from .spec import QUANTITY_PATTERN, ShardDBSpec
+from ..contract import CustomizeRequest, SyncRequest
+from ..spec import QUANTITY_PATTERN, ShardDBSpec
 
 REF = "#/components/schemas/{name}"
 

@@ -13,12 +13,14 @@ from pathlib import Path
 
 from blake3 import blake3
 
+PACKAGE = Path(__file__).resolve().parent.parent  # hooks/: the decision and this service
 
-def code_fingerprint(package: Path = Path(__file__).parent) -> bytes:
+
+def code_fingerprint(package: Path = PACKAGE) -> bytes:
     """The hooks' own source and schemas: an upgraded image must not be answered from an old ETag."""
     digest = blake3(b"sharddb-hooks\0")
-    for source in sorted([*package.glob("*.py"), *package.glob("*.json")]):
-        digest.update(source.name.encode() + b"\0")
+    for source in sorted([*package.rglob("*.py"), *package.rglob("*.json")]):
+        digest.update(source.relative_to(package).as_posix().encode() + b"\0")
         digest.update(source.read_bytes())
     return digest.digest()
 

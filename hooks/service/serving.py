@@ -21,7 +21,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from . import errors, logs
+from .. import errors
+from . import logs
 from .health import Health
 from .settings import Settings
 
