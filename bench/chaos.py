@@ -70,6 +70,7 @@ class Campaign:
     idle_writes: list[Write] = field(default_factory=list)
     longest_unavailable: tuple[float, str] = (0.0, "")
     relists: int = 0
+    made: Counter[str] = field(default_factory=Counter)  # objects of each kind the history saw created
 
     @property
     def passed(self) -> bool:
@@ -239,6 +240,7 @@ def run(options: Options, progress: Progress) -> Campaign:
     campaign.violations += check(changes)
     campaign.longest_unavailable = longest_unavailable(changes, _merged(planned))
     campaign.relists = history.relists
+    campaign.made = Counter(c.kind for c in changes if c.type == "ADDED" and c.namespace == NAMESPACE)
     return campaign
 
 

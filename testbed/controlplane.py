@@ -186,13 +186,13 @@ class ControlPlane:
         self.named[name] = process
         return process
 
-    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> None:
-        """Signal the process group of ``name`` and wait for it to end (a fault, or the first half of a restart)."""
+    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL, grace: float = 10.0) -> None:
+        """Signal the process group of ``name``; SIGKILL after ``grace`` seconds (a fault, or half a restart)."""
         process = self.named[name]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()

@@ -108,7 +108,7 @@ class Faults:
 
     def apiserver(self) -> str:
         plane = self.stack.control_plane
-        plane.kill("kube-apiserver", signal.SIGTERM)
+        plane.kill("kube-apiserver", signal.SIGTERM, grace=5.0)  # then SIGKILL, as a kubelet would
         self._down()
         plane.restart("kube-apiserver")
         return "kube-apiserver"

@@ -108,7 +108,19 @@ class NodeAgent:
             thread.join(timeout=5)
         self.http.close()
 
-    def _register_node(self) -> None:
+    def _register_node(self, timeout: float = 120.0) -> None:
+        """Register (again, after a restart); a kubelet keeps trying while the API server is away."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._register_once()
+                return
+            except (httpx.HTTPError, RuntimeError, ValueError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+
+    def _register_once(self) -> None:
         node = {
             "apiVersion": "v1",
             "kind": "Node",
@@ -217,13 +229,17 @@ class NodeAgent:
             if event == "DELETED":
                 self._pods.pop(key, None)
                 return
+            known = key in self._pods
             self._pods[key] = pod
-        meta = pod["metadata"]
+        meta, status = pod["metadata"], pod.get("status", {})
         if meta.get("deletionTimestamp"):
             grace = float(meta.get("deletionGracePeriodSeconds") or 0)
             self._later(min(self.behaviour.drain_seconds, grace), key, "remove")
-        elif not pod.get("status", {}).get("startTime"):
+        elif not status.get("startTime"):
             self._later(self.behaviour.start_seconds, key, "start")
+        elif not known and status.get("phase") not in ("Succeeded", "Failed"):
+            # Started by an agent before this one (a restart): pick up where it left off, as a kubelet does.
+            self._later(0.0, key, "start")
 
     def _on_claim(self, event: str, claim: Obj) -> None:
         uid = claim["metadata"]["uid"]
@@ -305,7 +321,11 @@ class NodeAgent:
         if status is None:
             return
         if _gist(status) == _gist(stored.get("status", {})):
-            return  # a kubelet writes a pod's status only when it changes
+            # A kubelet writes a pod's status only when it changes; what comes next still comes.
+            if follow_up is not None:
+                meta = stored["metadata"]
+                self._later(follow_up[0], f"{meta['namespace']}/{meta['name']}", follow_up[1])
+            return
         stored["status"] = status
         response = self.http.put(f"{self._pod_path(stored)}/status", json=stored)
         if response.status_code == 409:

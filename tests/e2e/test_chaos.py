@@ -22,8 +22,8 @@ from .conftest import Report
 OPTIONS = Options(
     fleet=4,
     partitions=2,
-    gap=(1.0, 4.0),
-    together=0.3,
+    gap=(3.0, 8.0),
+    together=0.25,
     timing=Timing(down=(0.5, 3.0), frozen=(12.0, 15.0)),
     recovery_seconds=10.0,
     idle_seconds=20.0,
@@ -55,6 +55,16 @@ def test_every_kind_of_fault_struck_more_than_once(campaign: Campaign) -> None:
 
 def test_every_part_came_back_after_its_fault(campaign: Campaign) -> None:
     assert campaign.fault_errors == []
+
+
+def test_the_history_saw_every_child_the_fleet_was_given(campaign: Campaign) -> None:
+    """The invariants are judged on a complete record, not an empty one."""
+    fleet, (first, second) = OPTIONS.fleet, OPTIONS.shards
+    assert campaign.made["ShardDB"] == fleet
+    assert campaign.made["PersistentVolumeClaim"] == fleet * second
+    assert campaign.made["Job"] >= fleet * 2  # a seed for the first count and one for the second
+    assert campaign.made["Deployment"] >= fleet * 2  # the cache at bring-up, and again after the wake
+    assert campaign.made["Pod"] >= fleet * (first + second)  # shards made, and rolled
 
 
 def test_no_invariant_of_the_lifecycle_broke(campaign: Campaign) -> None:
