@@ -125,22 +125,22 @@ def hook_calls(log: Path) -> list[tuple[float, str]]:
     return calls
 
 
-def sync_times(log: Path, since: float) -> list[float]:
-    """When each sync call was answered after ``since``, 304s included: a resync is mostly 304s."""
+def sync_times(log: Path, since: float, status: int | None = None) -> list[float]:
+    """When each sync call was answered after ``since`` (only those answered ``status``, when given)."""
     times = []
     for line in log.read_text(errors="replace").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if record.get("msg") == "hook" and record.get("hook") == "sync":
+        if record.get("msg") == "hook" and record.get("hook") == "sync" and status in (None, record.get("status")):
             at = _when(record["time"])
             if at >= since:
                 times.append(at)
     return sorted(times)
 
 
-def bursts(times: list[float], size: int, gap: float = 1.0) -> list[float]:
+def bursts(times: list[float], size: int, gap: float = 0.25) -> list[float]:
     """How long each burst of at least ``size`` calls took: a resync queues every ShardDB at once.
 
     Calls closer than ``gap`` seconds belong to one burst.
@@ -267,7 +267,8 @@ class Bench:
             self.progress(f"  [{chosen.label}] N={size}: restart queue drained in {result.restart_stall:.1f} s")
             window_start = time.time()
             self._changes(log, result, scale_fleet)
-            result.resync_stalls = bursts(sync_times(log, window_start), int(0.9 * len(parents)))
+            # A resync re-asks unchanged ShardDBs: a run of 304s; the changes' own calls are answered in full.
+            result.resync_stalls = bursts(sync_times(log, window_start, status=304), int(0.9 * len(parents)))
         finally:
             scale_fleet.close()
         return result
@@ -407,7 +408,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         default=0,
         help="also the current budget with this resync period, short enough for the window to see its bursts (0: no)",
     )
-    parser.add_argument("--no-baseline", action="store_true", help="measure the current settings only")
+    parser.add_argument("--no-baseline", action="store_true", help="leave the baseline's settings out")
+    parser.add_argument("--no-current", action="store_true", help="leave the current settings out (--also-resync only)")
     parser.add_argument("--seed", type=int, default=1, help="random moments' seed (1)")
     parser.add_argument("--timeout", type=float, default=900.0, help="give up on a step after this (900 s)")
     args = parser.parse_args(argv)
@@ -431,7 +433,8 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sharddb-latency-")))
         current = settings(working_tree(), "current")
         compared = [] if args.no_baseline else [settings(extract(args.baseline, work), "baseline")]
-        compared.append(current)
+        if not args.no_current:
+            compared.append(current)
         if args.also_resync:
             label = f"{current.label} at resync {args.also_resync} s"
             compared.append(dataclasses.replace(current, label=label, resync_seconds=args.also_resync))
