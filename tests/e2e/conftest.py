@@ -25,7 +25,7 @@ from testbed.stack import Stack, StackOptions
 from ..cluster.kube import Kube
 from .sharddbs import ShardDBs
 
-# Resyncs every 5 s instead of the shipped 30 s, so a short idle window still sees several of them.
+# Resyncs every 5 s instead of the shipped 600 s, so a short idle window still sees several of them.
 RESYNC_SECONDS = 5
 _namespaces = itertools.count(1)
 _costs: list[tuple[str, int, Counter[str]]] = []
