@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from testbed.audit import Write
 from testbed.faults import Faults, Injected, Schedule, Supervisor, Timing
 from testbed.history import History
@@ -32,7 +34,7 @@ from testbed.node import Behaviour
 from testbed.stack import Stack, StackOptions
 
 from .fleet import Fleet, available, example
-from .run import machine
+from .run import machine, progress
 
 Obj = dict[str, Any]
 Progress = Callable[[str], None]
@@ -94,37 +96,27 @@ class Workload:
         return items
 
     def _get(self, path: str) -> Obj:
-        """A read that waits out a restarting API server or etcd."""
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                response = self.fleet.http.get(path)
-                if response.status_code == 200:
-                    result: Obj = response.json()
-                    return result
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"GET {path} kept failing")
-            time.sleep(1.0)
+        result: Obj = self._request("GET", path).json()
+        return result
 
     def _write(self, method: str, path: str, body: Obj | None = None) -> None:
+        self._request(method, path, body)
+
+    def _request(self, method: str, path: str, body: Obj | None = None) -> httpx.Response:
+        """A request that waits out a restarting API server or etcd (up to 2 minutes), as a user's retry would."""
+        headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}
+        done = {"DELETE": 404, "POST": 409}.get(method)  # an earlier try's answer was lost on the way
         deadline = time.monotonic() + 120
         while True:
             try:
-                headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}
                 response = self.fleet.http.request(method, path, json=body, headers=headers)
-                done = {"DELETE": 404, "POST": 409}.get(method)  # an earlier try's answer was lost
+            except httpx.HTTPError:
+                response = None
+            if response is not None:
                 if response.status_code < 300 or response.status_code == done:
-                    return
+                    return response
                 if response.status_code < 500 and response.status_code != 429:
                     raise RuntimeError(f"{method} {path}: {response.status_code} {response.text}")
-            except RuntimeError:
-                raise
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{method} {path} kept failing")
             time.sleep(1.0)
@@ -338,16 +330,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     return args, options
 
 
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     args, options = parse(argv)
     runs = []
     for faults in (False, True) if not args.faults_only else (True,):
-        _progress(f"{'with' if faults else 'without'} faults: {options.fleet} ShardDBs")
-        runs.append(run(dataclasses.replace(options, faults=faults), _progress))
+        progress(f"{'with' if faults else 'without'} faults: {options.fleet} ShardDBs")
+        runs.append(run(dataclasses.replace(options, faults=faults), progress))
     print(report(runs, options))
     if not runs[-1].passed:
         sys.exit(1)

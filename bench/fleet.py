@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import ssl
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -35,7 +34,7 @@ from testbed.audit import tally
 from testbed.node import Behaviour
 from testbed.stack import Instance, Stack, StackOptions
 
-from .run import machine
+from .run import machine, progress
 from .source import Source, extract, working_tree
 
 DEFAULT_BASELINE = "950cc8a"
@@ -481,10 +480,6 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     return args, options
 
 
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     args, options = parse(argv)
     with ExitStack() as stack:
@@ -496,19 +491,19 @@ def main(argv: list[str] | None = None) -> None:
         if len(args.partitions) > 1:
             versions = [Version(f"{count} partitions", current) for count in args.partitions]
             for count, version in zip(args.partitions, versions, strict=True):
-                measure(version, dataclasses.replace(options, partitions=count, scale=None), _progress)
+                measure(version, dataclasses.replace(options, partitions=count, scale=None), progress)
             print(partition_table(versions, list(args.partitions), options))
             return
         (work / "baseline").mkdir()
         if args.upgrade:
             baseline = extract(args.baseline, work / "baseline")
-            result = upgrade(baseline, current, args.upgrade, options, _progress)
+            result = upgrade(baseline, current, args.upgrade, options, progress)
             print(upgrade_table(baseline, current, result, options))
             return
         sources = [extract(args.baseline, work / "baseline"), current]
         versions = [Version(role, source) for role, source in zip(("baseline", "current"), sources, strict=True)]
         for version in versions:
-            measure(version, options, _progress)
+            measure(version, options, progress)
         print(table(versions, options))
 
 

@@ -23,7 +23,6 @@ import json
 import math
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -39,7 +38,7 @@ from testbed.node import Behaviour
 from testbed.stack import Instance, Stack, StackOptions
 
 from .fleet import Fleet, example
-from .run import machine
+from .run import machine, progress
 from .source import Source, extract, working_tree
 
 DEFAULT_BASELINE = "f079df8"
@@ -423,10 +422,6 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     return args, options
 
 
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     args, options = parse(argv)
     with ExitStack() as stack:
@@ -439,15 +434,15 @@ def main(argv: list[str] | None = None) -> None:
             label = f"{current.label} at resync {args.also_resync} s"
             compared.append(dataclasses.replace(current, label=label, resync_seconds=args.also_resync))
         for chosen in compared:
-            _progress(f"{chosen.label}: {chosen.describe()}")
+            progress(f"{chosen.label}: {chosen.describe()}")
         results: list[Result] = []
-        with Bench(options, _progress) as bench:
+        with Bench(options, progress) as bench:
             for size in options.sizes:
                 bench.grow(size)
                 for chosen in compared:
                     result = bench.measure(size, chosen)
                     results.append(result)
-                    _progress(
+                    progress(
                         f"  [{chosen.label}] N={size}: to hook p50 {statistics.median(result.to_hook or [0]):.2f} s, "
                         f"p99 {percentile(result.to_hook, 0.99):.2f} s; scale-up {result.scale_seconds:.1f} s"
                     )

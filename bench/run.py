@@ -209,3 +209,8 @@ def run(config: Config, folder: Path | None = None, progress: bool = False) -> R
                 )
             )
     return results
+
+
+def progress(line: str) -> None:
+    """A benchmark's progress line: on stderr, so the table on stdout stays clean."""
+    print(line, file=sys.stderr, flush=True)
