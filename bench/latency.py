@@ -111,32 +111,30 @@ def _when(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def hook_calls(log: Path) -> list[tuple[float, str]]:
-    """(time, "namespace/name") of every computed hook answer (a 304 names no ShardDB)."""
-    calls = []
+def _hook_lines(log: Path) -> list[Obj]:
+    """The hooks' log: one JSON record per hook call (other lines and partial ones left out)."""
+    records = []
     for line in log.read_text(errors="replace").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if record.get("msg") == "hook" and record.get("parent"):
-            calls.append((_when(record["time"]), str(record["parent"])))
-    return calls
+        if isinstance(record, dict) and record.get("msg") == "hook":
+            records.append(record)
+    return records
+
+
+def hook_calls(log: Path) -> list[tuple[float, str]]:
+    """(time, "namespace/name") of every computed hook answer (a 304 names no ShardDB)."""
+    return [(_when(r["time"]), str(r["parent"])) for r in _hook_lines(log) if r.get("parent")]
 
 
 def sync_times(log: Path, since: float, status: int | None = None) -> list[float]:
     """When each sync call was answered after ``since`` (only those answered ``status``, when given)."""
-    times = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if record.get("msg") == "hook" and record.get("hook") == "sync" and status in (None, record.get("status")):
-            at = _when(record["time"])
-            if at >= since:
-                times.append(at)
-    return sorted(times)
+    times = (
+        _when(r["time"]) for r in _hook_lines(log) if r.get("hook") == "sync" and status in (None, r.get("status"))
+    )
+    return sorted(at for at in times if at >= since)
 
 
 def bursts(times: list[float], size: int, gap: float = 0.25) -> list[float]:

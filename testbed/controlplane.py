@@ -11,6 +11,7 @@ write is whose.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import ctypes
 import json
@@ -106,6 +107,9 @@ def remove_orphaned_roots() -> None:
             continue  # not ours to judge: unreadable, or just being created
 
 
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawner")
+
+
 def _die_with_parent() -> None:
     """In the child before exec: own process group, and SIGKILL when the test process dies."""
     os.setsid()
@@ -172,15 +176,18 @@ class ControlPlane:
         """
         self.commands[name] = (args, env)
         log = (self.root / f"{name}.log").open("ab")
-        process = subprocess.Popen(
+        # Forked from one long-lived thread: Linux sends the parent-death signal when the *thread* that
+        # forked a child ends, so a restart from a fault's short-lived thread would be killed with it.
+        process = _SPAWNER.submit(
+            subprocess.Popen,
             args,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.root,
             env=env,
-            preexec_fn=_die_with_parent,  # runs before exec; fixture setup is single-threaded
-        )
+            preexec_fn=_die_with_parent,  # runs before exec, in the spawner thread
+        ).result()
         log.close()
         self.processes.append(process)
         self.named[name] = process

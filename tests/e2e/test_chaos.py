@@ -57,6 +57,11 @@ def test_every_part_came_back_after_its_fault(campaign: Campaign) -> None:
     assert campaign.fault_errors == []
 
 
+def test_no_part_died_but_by_a_fault(campaign: Campaign) -> None:
+    """A part restarted from a fault's thread stays up once that thread ends (no second, unplanned restart)."""
+    assert [f"{c.target} at {c.started:.0f}" for c in campaign.crashed] == []
+
+
 def test_the_history_saw_every_child_the_fleet_was_given(campaign: Campaign) -> None:
     """The invariants are judged on a complete record, not an empty one."""
     fleet, (first, second) = OPTIONS.fleet, OPTIONS.shards
