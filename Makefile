@@ -14,7 +14,7 @@ BASELINE_SETTINGS ?= f079df8
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e data nodebin images lint bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
+.PHONY: run render test unit e2e data installed nodebin images lint bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -46,12 +46,13 @@ crd: venv testbin
 ## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, the real stack end to end,
 ## then the data tier on a real node (needs root).
 test: venv testbin lint
-	$(BIN)/python -m pytest -m "not data"
+	$(BIN)/python -m pytest -m "not data and not installed"
 	$(MAKE) --no-print-directory data
+	$(MAKE) --no-print-directory installed
 
 ## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
 unit: venv
-	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e and not data"
+	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e and not data and not installed"
 
 ## The whole life of ShardDBs through the real Metacontroller, controllers and scheduler.
 e2e: venv testbin
@@ -61,6 +62,11 @@ e2e: venv testbin
 ## running PostgreSQL and Redis, in namespaces of its own; needs root.
 data: venv testbin nodebin images
 	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m data
+
+## The product as users install it: the README's deploy steps on three real nodes (containerd, kubelet,
+## kube-proxy and a NetworkPolicy agent each), the hooks image and Metacontroller's as pods; needs root.
+installed: venv testbin nodebin images
+	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m installed
 
 ## Build (once, cached outside the repo) CoreDNS and local-path-provisioner for the real node.
 nodebin:

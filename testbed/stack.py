@@ -29,9 +29,9 @@ import yaml
 
 from testbed import cluster, images, partitions
 from testbed.audit import AuditLog, Write
+from testbed.cluster import Cluster
 from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
 from testbed.node import Behaviour, NodeAgent
-from testbed.cluster import Cluster
 from testbed.realnode import CLUSTER_GATEWAY, RealNode, build_node_binaries
 from testbed.server import ROOT, HookProcess, free_port, launch
 

@@ -23,8 +23,8 @@ from testbed import product_images, sandbox
 from testbed.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
-from ..cluster.kube import Kube
 from ..e2e.conftest import kube as kube  # the same client, on this tier's cluster
+from .installs import Install
 
 NODES = 3
 
@@ -80,5 +80,11 @@ def metacontroller_manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def kubeconfig(stack: Stack) -> Path:
-    return stack.control_plane.kubeconfig
+def production(
+    stack: Stack, metacontroller_manifests: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Install]:
+    """The production overlay, installed once for every module that reads or operates it."""
+    installed = Install(stack, "production", tmp_path_factory.mktemp("production"), metacontroller_manifests)
+    installed.install()
+    yield installed
+    installed.uninstall()

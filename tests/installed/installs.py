@@ -31,7 +31,7 @@ def example_on_test_images(target: Path) -> Path:
     documents = [copy.deepcopy(doc) for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc]
     for doc in documents:
         if doc["kind"] == "Secret":
-            doc["stringData"] = {key: "installed-tier-password" for key in doc.get("stringData", {})}
+            doc["stringData"] = dict.fromkeys(doc.get("stringData", {}), "installed-tier-password")
         if doc["kind"] == "ShardDB":
             doc["spec"]["dbImage"] = IMAGES[doc["spec"]["dbImage"]]
             doc["spec"]["cache"]["image"] = IMAGES[doc["spec"]["cache"]["image"]]
