@@ -72,6 +72,7 @@ MC_TAR_SHA256 = "a74f91374b700dc21fc0052d3afd2509ddb5038c50d6f3ac59867c0c74e9d39
 MC_ARCHIVE = f"metacontroller-v{MC_VERSION}.tar.gz"
 MC_BINARY = "/usr/bin/metacontroller"
 MC_PACKAGE = "./pkg/cmd/metacontroller"
+RELEASE_ENV = {"CGO_ENABLED": "0"}  # .goreleaser.yaml's builds.env
 # The Dockerfile's `addgroup -g 65532 -S nonroot && adduser -D -u 65532 -g nonroot -S nonroot -G nonroot`:
 # a system account with a home of its own, no password and no login shell.
 MC_ACCOUNT = ("nonroot", "65532", "/home/nonroot", "/usr/sbin/nologin", "755")
@@ -232,6 +233,7 @@ def metacontroller_key(source_sha256: str, go: str) -> str:
     key.add("build", BUILD_VERSION)
     key.add("source", source_sha256)
     key.add("go", go)
+    key.add("env", json.dumps(RELEASE_ENV, sort_keys=True))
     key.add("ldflags", release_ldflags("", ""))
     key.add("suite", SUITE)
     key.add("packages", "\n".join(MC_PACKAGES))
@@ -257,7 +259,7 @@ def _source_tree(archive: Path, into: Path) -> tuple[Path, str, str]:
 def build_metacontroller_binary(archive: Path, out: Path) -> tuple[str, str]:
     """``go build`` of pkg/cmd/metacontroller as its release does, into ``out``; returns (commit, date)."""
     go = _need("go", "install Go >= 1.26.4 (https://go.dev/dl or Debian's golang package)")
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false -mod=mod", "GOTOOLCHAIN": "local"}
+    env = {**os.environ, **RELEASE_ENV, "GOFLAGS": "-buildvcs=false -mod=mod", "GOTOOLCHAIN": "local"}
     with tempfile.TemporaryDirectory(prefix="metacontroller-src-") as scratch:
         tree, commit, date = _source_tree(archive, Path(scratch))
         downloaded = subprocess.run([go, "mod", "download"], cwd=tree, env=env, capture_output=True, text=True)
