@@ -11,7 +11,7 @@
 # All come from the Go module proxy and are built with the machine's Go into a
 # cache outside the repository, so a second run with the binaries present is a
 # no-op. Progress goes to stderr, one line per step with its time; the directory
-# holding both binaries is printed on the last line of stdout.
+# holding all three binaries is printed on the last line of stdout.
 set -euo pipefail
 
 COREDNS_VERSION="${SHARDDB_COREDNS_VERSION:-1.14.7}"
@@ -20,11 +20,19 @@ LPP_VERSION="${SHARDDB_LPP_VERSION:-0.0.30}"
 # (go list -m -versions; later tags are refused); security flaws are reported for it, so its
 # dependencies with fixes are raised below, and a served newer release is one variable away.
 KUBE_ROUTER_VERSION="${SHARDDB_KUBE_ROUTER_VERSION:-2.1.0}"
+# Its go.mod's versions of these carry reported flaws that later releases fix (HTTP/2, gRPC and
+# protobuf parsing); each is raised to a served release, which kube-router builds and runs with.
+# (Its github.com/docker/docker v25 is used only by the service proxy's DSR mode, not run here.)
+# Another KUBE_ROUTER_VERSION gets its own go.mod's versions (raising them to these could lower them).
+KUBE_ROUTER_RAISE=()
+if [[ "$KUBE_ROUTER_VERSION" == 2.1.0 ]]; then
+  KUBE_ROUTER_RAISE=(golang.org/x/net@v0.62.0 google.golang.org/grpc@v1.85.0 google.golang.org/protobuf@v1.36.12)
+fi
 CACHE_ROOT="${SHARDDB_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sharddb/testbin}"
 OUT="$CACHE_ROOT/node-coredns-$COREDNS_VERSION-lpp-$LPP_VERSION"
 ALL_BINARIES=(coredns local-path-provisioner kube-router)
 # kube-router's build carries its version, as its Makefile stamps it; a binary without the
-# stamp of KUBE_ROUTER_VERSION is built again, so the other two binaries stay where they are.
+# stamp of KUBE_ROUTER_VERSION and KUBE_ROUTER_RAISE is built again, the other two binaries kept.
 KUBE_ROUTER_STAMP="$OUT/.kube-router-version"
 # Plugins the test cluster's Corefile uses; a build without one of them is useless.
 COREDNS_PLUGINS=(kubernetes forward cache errors health ready loop reload)
@@ -35,7 +43,7 @@ LOCK="$CACHE_ROOT/.build-node.lock"
 # shellcheck source=testbed/build-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/build-lib.sh"
 kube_router_built() {
-  [[ -x "$OUT/kube-router" && "$(cat "$KUBE_ROUTER_STAMP" 2>/dev/null)" == "v$KUBE_ROUTER_VERSION" ]]
+  [[ -x "$OUT/kube-router" && "$(cat "$KUBE_ROUTER_STAMP" 2>/dev/null)" == "v$KUBE_ROUTER_VERSION ${KUBE_ROUTER_RAISE[*]}" ]]
 }
 have_all() {
   local binary
@@ -149,7 +157,7 @@ if ! kube_router_built; then
       grep -q -- "$flag" <<<"$usage" || die "the built kube-router lacks the $flag flag: $usage"
     done
     mv "$OUT/kube-router.tmp" "$OUT/kube-router"
-    echo "v$KUBE_ROUTER_VERSION" > "$KUBE_ROUTER_STAMP"
+    echo "v$KUBE_ROUTER_VERSION ${KUBE_ROUTER_RAISE[*]}" > "$KUBE_ROUTER_STAMP"
   )
   step "kube-router v$KUBE_ROUTER_VERSION built"
 fi
