@@ -62,13 +62,15 @@ e2e: venv testbin
 data: venv testbin nodebin images
 	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m data
 
-## Build (once, cached outside the repo) CoreDNS and local-path-provisioner for the real node.
+## Build (once, cached outside the repo) CoreDNS, local-path-provisioner and kube-router for the real node.
 nodebin:
 	@bash testbed/build-node-binaries.sh >/dev/null
 
-## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages.
+## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages, and the
+## product's: the hooks image (`make image`'s build, saved under the overlays' names) and Metacontroller's, from its source.
 images: venv
 	@$(BIN)/python -m testbed.images >/dev/null
+	@$(BIN)/python -m testbed.product_images >/dev/null
 
 lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed
