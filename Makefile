@@ -78,9 +78,10 @@ lint: venv
 	$(BIN)/mypy
 
 ## Build the Dockerfile with docker, podman or buildah, run it, and check it serves /healthz and /sync
-## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; see README, "The image").
+## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; SAVE=FILE writes it as a
+## docker archive for docker load or ctr images import; see README, "The image").
 image: venv
-	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)")
+	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)") $(if $(SAVE),--save "$(SAVE)")
 
 bench: venv
 	$(BIN)/python -m bench

@@ -130,7 +130,7 @@ def test_metacontroller_starts_as_its_cmd_and_says_its_version(podman: Podman, m
     done = podman.run(metacontroller, check=False)
     output = done.stdout + done.stderr
     assert done.returncode != 0
-    assert product_images.MC_VERSION in output, output
+    assert f'"version":"{product_images.MC_VERSION}"' in output, output
 
 
 def test_metacontroller_trusts_debians_ca_certificates(podman: Podman, metacontroller: str) -> None:
