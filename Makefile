@@ -68,13 +68,15 @@ data: venv testbin nodebin images
 installed: venv testbin nodebin images
 	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m installed
 
-## Build (once, cached outside the repo) CoreDNS and local-path-provisioner for the real node.
+## Build (once, cached outside the repo) CoreDNS, local-path-provisioner and kube-router for the real node.
 nodebin:
 	@bash testbed/build-node-binaries.sh >/dev/null
 
-## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages.
+## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages, and the
+## product's: the hooks image (`make image`'s build, saved under the overlays' names) and Metacontroller's, from its source.
 images: venv
 	@$(BIN)/python -m testbed.images >/dev/null
+	@$(BIN)/python -m testbed.product_images >/dev/null
 
 lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed
@@ -82,9 +84,10 @@ lint: venv
 	$(BIN)/mypy
 
 ## Build the Dockerfile with docker, podman or buildah, run it, and check it serves /healthz and /sync
-## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; see README, "The image").
+## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; SAVE=FILE writes it as a
+## docker archive for docker load or ctr images import; see README, "The image").
 image: venv
-	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)")
+	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)") $(if $(SAVE),--save "$(SAVE)")
 
 bench: venv
 	$(BIN)/python -m bench
