@@ -19,6 +19,7 @@ other node's pods. Beside the nodes, the parts every cluster runs:
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +27,14 @@ from typing import Any
 
 import yaml
 
-from testbed import images, sandbox
+from testbed import images
 from testbed.controlplane import ControlPlane, ControlPlaneError
 from testbed.realnode import (
     CLUSTER_BRIDGE,
-    CLUSTER_CIDR,
     CLUSTER_DOMAIN,
     CLUSTER_GATEWAY,
     PROXY_USER,
+    REGISTRY,
     NodeSpec,
     RealNode,
     _must,
@@ -69,6 +70,8 @@ class Cluster:
     image_set: images.ImageSet
     nodes: int = 3
     extra_archives: tuple[Path, ...] = ()
+    # Images (in ``extra_archives``) also served by the cluster's registry, for pods that always pull.
+    mirrored: tuple[str, ...] = ()
     network_policy: bool = True
     members: list[RealNode] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -87,6 +90,7 @@ class Cluster:
         _must(["ip", "addr", "add", f"{CLUSTER_GATEWAY}/24", "dev", CLUSTER_BRIDGE])
         _must(["ip", "link", "set", CLUSTER_BRIDGE, "up"])
         self._coredns()
+        self._registry()
         specs = [NodeSpec(i) for i in range(1, self.nodes + 1)]
         for spec in specs:
             member = RealNode(
@@ -95,8 +99,11 @@ class Cluster:
                 spec,
                 peers=tuple(peer for peer in specs if peer != spec),
                 extra_archives=self.extra_archives,
+                mirrored_registries=tuple(sorted({name.split("/", 1)[0] for name in self.mirrored})),
             )
             member.start()
+            if not self.members:
+                self._push(member)
             self.members.append(member)
             if self.network_policy:
                 self._policy_agent(member)
@@ -127,6 +134,29 @@ class Cluster:
         self.plane.spawn("coredns", [str(self.node_bin / "coredns"), f"-conf={corefile}"])
         _wait("CoreDNS ready", lambda: _ok(f"http://127.0.0.1:{ready}/ready"), 60, self.plane, "coredns")
 
+    def _registry(self) -> None:
+        """Debian's docker-registry (the distribution project's registry) on the gateway, plain HTTP."""
+        config = self.plane.root / "registry.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "version": 0.1,
+                    "log": {"level": "warn"},
+                    "storage": {"filesystem": {"rootdirectory": str(self.plane.root / "registry")}},
+                    "http": {"addr": REGISTRY},
+                }
+            )
+        )
+        self.plane.spawn("registry", [_which_registry(), "serve", str(config)])
+        _wait("the registry", lambda: _ok(f"http://{REGISTRY}/v2/"), 30, self.plane, "registry")
+
+    def _push(self, member: RealNode) -> None:
+        """Each mirrored image from a node's containerd into the registry, under its path on its own registry."""
+        for name in self.mirrored:
+            target = f"{REGISTRY}/{name.split('/', 1)[1]}"
+            member.ctr("images", "tag", "--force", name, target)
+            member.ctr("images", "push", "--plain-http", target)
+
     def _policy_agent(self, member: RealNode) -> None:
         """kube-router's NetworkPolicy controller alone, in the node's namespaces (its iptables)."""
         member.spawn(
@@ -138,14 +168,15 @@ class Cluster:
                 "--run-firewall=true",
                 "--run-router=false",
                 "--run-service-proxy=false",
+                "--run-loadbalancer=false",
                 "--enable-cni=false",
                 "--enable-ipv6=false",
-                f"--cluster-cidr={CLUSTER_CIDR}",
                 "--service-cluster-ip-range=10.0.0.0/20",
-                "--metrics-port=0",
                 "--health-port=0",
                 "--v=1",
             ],
+            # kube-router takes its node's name from NODE_NAME before --hostname-override.
+            env={"NODE_NAME": member.name, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
         )
 
     def _provisioner(self) -> None:
@@ -181,7 +212,15 @@ class Cluster:
                 "Immediate",
             ),
         ]
-        objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PROVISIONER_NAMESPACE}}]
+        objects: list[Obj] = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PROVISIONER_NAMESPACE}},
+            # Its helper pods run as this account, as its own manifests make it (they need no API access).
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "local-path-provisioner-service-account", "namespace": PROVISIONER_NAMESPACE},
+            },
+        ]
         for name, provisioner, configmap, config, binding in flavours:
             objects.append(
                 {
@@ -224,6 +263,8 @@ class Cluster:
             )
 
 
-def check_inside() -> None:
-    if not sandbox.inside():
-        raise ControlPlaneError("a cluster of real nodes runs only inside testbed.sandbox's namespaces")
+def _which_registry() -> str:
+    path = shutil.which("docker-registry")
+    if path is None:
+        raise ControlPlaneError("the cluster's registry needs docker-registry: apt-get install docker-registry")
+    return path

@@ -10,7 +10,7 @@ kubelet, kube-proxy, the network policy agent) enters them with ``nsenter``:
 - its own ``/run`` and ``/var/log`` (tmpfs) and an overlay on ``/var/lib`` whose
   writes land in DIRECTORY: the kubelet's pods, the CNI's state and the node's
   local volumes are this node's alone, as on separate machines;
-- its hostname, NAME.
+- its hostname, NAME, and an empty ``/etc/resolv.conf``: it resolves no name beyond the cluster.
 
 It runs inside ``testbed.sandbox``'s namespaces, so nothing here reaches the host.
 """
@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from testbed.sandbox import mount, sysctl
+from testbed.sandbox import MS_BIND, mount, sysctl
 
 READY_FILE = "namespaces.ready"
 
@@ -40,6 +40,10 @@ def prepare(name: str, directory: Path) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)
     for key in ("net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables"):
         sysctl(key, "1")
+    # No nameserver beyond the cluster: containerd resolves registries through the cluster's mirror only.
+    resolv = directory / "host-resolv.conf"
+    resolv.write_text("")
+    mount(str(resolv), "/etc/resolv.conf", "", flags=MS_BIND)
     socket.sethostname(name)
 
 

@@ -22,6 +22,7 @@ through ``nsenter`` (its log beside the others, killed with the test session):
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,8 @@ CLUSTER_BRIDGE = "sdbnet"
 CLUSTER_NETWORK = "10.200.0.0/24"
 CLUSTER_GATEWAY = "10.200.0.1"
 ZONES = ("zone-a", "zone-b", "zone-c")
+# The cluster's image registry, a mirror for the registries the product's images are named after.
+REGISTRY = f"{CLUSTER_GATEWAY}:5000"
 NODE_BUILD_SCRIPT = Path(__file__).resolve().parent / "build-node-binaries.sh"
 Obj = dict[str, Any]
 
@@ -102,6 +105,7 @@ class RealNode:
     dns: str = CLUSTER_GATEWAY
     peers: tuple[NodeSpec, ...] = ()
     extra_archives: tuple[Path, ...] = ()
+    mirrored_registries: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -178,6 +182,7 @@ class RealNode:
                 self.name,
                 str(self.root),
             ],
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
         )
         self.holder_pid = process.pid
         ready = self.root / nodehost.READY_FILE
@@ -255,6 +260,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{self._registry_hosts()}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{sandbox.CNI_BIN}"
     conf_dir = "{cni / "net.d"}"
@@ -263,6 +270,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         self.spawn("containerd", [_which("containerd"), f"--config={config}", "--log-level=info"])
         _wait("containerd's socket", self.socket.exists, 60, self.plane, f"{self.name}-containerd")
         _wait("containerd to answer", self._answers, 60, self.plane, f"{self.name}-containerd")
+
+    def _registry_hosts(self) -> Path:
+        """Pulls from each mirrored registry go to the cluster's own registry (how kind users run a local one)."""
+        hosts = self.root / "registry-hosts"
+        for registry in self.mirrored_registries:
+            folder = hosts / registry
+            folder.mkdir(parents=True)
+            (folder / "hosts.toml").write_text(
+                f'server = "https://{registry}"\n\n[host."http://{REGISTRY}"]\n  capabilities = ["pull", "resolve"]\n'
+            )
+        hosts.mkdir(exist_ok=True)
+        return hosts
 
     def task_pid(self, container_id: str) -> int:
         """The PID of a container's first process (``containerd://<id>`` as a pod's status names it)."""

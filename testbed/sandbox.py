@@ -185,9 +185,12 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def mount(source: str, target: str, fstype: str, options: str = "") -> None:
+MS_BIND = 4096
+
+
+def mount(source: str, target: str, fstype: str, options: str = "", flags: int = 0) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.mount(source.encode(), target.encode(), fstype.encode(), 0, options.encode() or None)
+    result = libc.mount(source.encode(), target.encode(), fstype.encode(), flags, options.encode() or None)
     if result != 0:
         error = ctypes.get_errno()
         raise SandboxError(f"mount {fstype} on {target} failed: {os.strerror(error)}")

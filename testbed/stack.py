@@ -136,6 +136,8 @@ class StackOptions:
     installed: bool = False
     # Image archives imported into every real node's containerd besides the test images.
     node_images: tuple[Path, ...] = ()
+    # Of those images, the ones the cluster's registry also serves (for pods that always pull).
+    mirrored_images: tuple[str, ...] = ()
 
 
 class Stack:
@@ -206,7 +208,13 @@ class Stack:
             self._start_controller_manager()
             self._start_scheduler()
             if node_parts:
-                self.cluster = Cluster(self.plane, *node_parts, nodes=options.nodes, extra_archives=options.node_images)
+                self.cluster = Cluster(
+                    self.plane,
+                    *node_parts,
+                    nodes=options.nodes,
+                    extra_archives=options.node_images,
+                    mirrored=options.mirrored_images,
+                )
                 self.cluster.start()
                 self.node = self.cluster.members[0]
             else:

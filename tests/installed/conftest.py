@@ -21,6 +21,7 @@ import pytest
 
 from testbed import product_images, sandbox
 from testbed.controlplane import ControlPlaneError, build_binaries
+from testbed.images import ImageBuildError
 from testbed.stack import Stack, StackOptions
 
 from ..e2e.conftest import kube as kube  # the same client, on this tier's cluster
@@ -52,10 +53,18 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         # First builds take many minutes: their progress goes to the terminal, not into pytest's capture.
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             build_binaries()
-            archives = product_images.build()
-    except (ControlPlaneError, product_images.ImageError) as error:
+            archives = product_images.build_product_images()
+    except (ControlPlaneError, ImageBuildError) as error:
         pytest.fail(f"installed tier: {error}", pytrace=False)
-    running = Stack(StackOptions(real_node=True, nodes=NODES, installed=True, node_images=archives.paths))
+    running = Stack(
+        StackOptions(
+            real_node=True,
+            nodes=NODES,
+            installed=True,
+            node_images=archives.archives,
+            mirrored_images=archives.hooks.names,
+        )
+    )
     try:
         running.start()
     except ControlPlaneError as error:
