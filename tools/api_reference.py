@@ -124,10 +124,7 @@ def _limits(schema: Schema) -> list[str]:
 def _row(field: Field) -> str:
     schema = field.schema
     default = _code(schema["default"]) if "default" in schema else ("required" if field.required else "")
-    if field.core_v1 is not None:
-        limits = "Kubernetes' own schema"
-    else:
-        limits = "; ".join(_limits(schema))
+    limits = "Kubernetes' own schema" if field.core_v1 is not None else "; ".join(_limits(schema))
     return (
         f"| `{field.path}` | {_cell(_type(schema, field.core_v1))} | {_cell(default)} | {_cell(limits)} "
         f"| {_prose(schema.get('description', ''))} |"
