@@ -220,3 +220,25 @@ def test_every_metric_an_alert_names_is_one_the_hooks_serve() -> None:
     exported = set(re.findall(r"^(sharddb_\w+?)(?:\{| )", served_metrics(), re.M))
     assert named, expressions
     assert named <= exported, named - exported
+
+
+# --- a hook tried by hand ------------------------------------------------------------------
+
+
+def hand_calls() -> list[Block]:
+    return [b for page in PAGES for b in blocks(page) if b.lang == "sh" and b.body.startswith("curl -s localhost")]
+
+
+def test_the_getting_started_page_shows_a_hook_called_by_hand() -> None:
+    assert [rel(block.page) for block in hand_calls()] == ["docs/getting-started.md"]
+
+
+@pytest.mark.parametrize("block", hand_calls(), ids=lambda b: rel(b.page))
+def test_a_hook_called_by_hand_as_shown_answers_with_children(block: Block) -> None:
+    args = shlex.split(block.body)
+    path = args[2].removeprefix("localhost:8080")
+    body = args[args.index("-d") + 1]
+    with TestClient(create_app()) as client:
+        answer = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 200, answer.text
+    assert {child["kind"] for child in answer.json()["children"]} >= {"Service", "StatefulSet"}
