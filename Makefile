@@ -83,7 +83,7 @@ images: venv
 ## that differs from crds/sharddb.yaml, fails.
 docs: venv $(DOCS_BIN)/.installed
 	$(BIN)/python -m tools.api_reference --check
-	NO_MKDOCS_2_WARNING=1 $(DOCS_BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(DOCS_BIN)/mkdocs build --strict
 
 ## Regenerate docs/api/reference.md from crds/sharddb.yaml.
 api-reference: venv
