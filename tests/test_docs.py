@@ -242,3 +242,42 @@ def test_a_hook_called_by_hand_as_shown_answers_with_children(block: Block) -> N
         answer = client.post(path, content=body, headers={"content-type": "application/json"})
     assert answer.status_code == 200, answer.text
     assert {child["kind"] for child in answer.json()["children"]} >= {"Service", "StatefulSet"}
+
+
+# --- kubectl get sharddb as shown --------------------------------------------------------
+
+
+def shown_tables() -> list[tuple[Block, list[list[str]]]]:
+    """Each block that shows ``kubectl get sharddb`` output: its header and rows, split on spaces."""
+    found = []
+    for page in PAGES:
+        for block in blocks(page):
+            lines = [line.removeprefix("# ").split() for line in block.body.splitlines()]
+            starts = [i for i, words in enumerate(lines) if words[:2] == ["NAME", "SHARDS"]]
+            for i in starts:
+                rows = [words for words in lines[i + 1 :] if len(words) == len(lines[i])]
+                found.append((block, [lines[i], *rows]))
+    return found
+
+
+def test_the_readme_shows_kubectl_get_sharddb() -> None:
+    assert "README.md" in {rel(block.page) for block, _ in shown_tables()}
+
+
+TABLES = shown_tables()
+
+
+@pytest.mark.parametrize(("block", "table"), TABLES, ids=[rel(block.page) for block, _ in TABLES])
+def test_every_kubectl_get_shown_has_the_crds_columns_and_values_they_can_take(
+    block: Block, table: list[list[str]]
+) -> None:
+    version = sharddb_crd()["spec"]["versions"][0]
+    columns = [c["name"].upper() for c in version["additionalPrinterColumns"] if not c.get("priority")]
+    header, *rows = table
+    assert header == ["NAME", *columns], rel(block.page)
+    phases = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["phase"]["enum"]
+    for row in rows:
+        shown = dict(zip(header, row, strict=True))
+        assert shown["PHASE"] in phases, row
+        assert shown["READY"] in ("True", "False"), row
+        assert shown["CACHE"] in ("true", "false"), row
