@@ -16,7 +16,7 @@ BASELINE_SETTINGS ?= f079df8
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e data nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
+.PHONY: run render test unit e2e data installed nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -55,12 +55,13 @@ crd: venv testbin
 ## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, the real stack end to end,
 ## then the data tier on a real node (needs root).
 test: venv testbin lint
-	$(BIN)/python -m pytest -m "not data"
+	$(BIN)/python -m pytest -m "not data and not installed"
 	$(MAKE) --no-print-directory data
+	$(MAKE) --no-print-directory installed
 
 ## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
 unit: venv
-	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e and not data"
+	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e and not data and not installed"
 
 ## The whole life of ShardDBs through the real Metacontroller, controllers and scheduler.
 e2e: venv testbin
@@ -71,13 +72,20 @@ e2e: venv testbin
 data: venv testbin nodebin images
 	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m data
 
-## Build (once, cached outside the repo) CoreDNS and local-path-provisioner for the real node.
+## The product as users install it: the README's deploy steps on three real nodes (containerd, kubelet,
+## kube-proxy and a NetworkPolicy agent each), the hooks image and Metacontroller's as pods; needs root.
+installed: venv testbin nodebin images
+	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m installed
+
+## Build (once, cached outside the repo) CoreDNS, local-path-provisioner and kube-router for the real node.
 nodebin:
 	@bash testbed/build-node-binaries.sh >/dev/null
 
-## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages.
+## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages, and the
+## product's: the hooks image (`make image`'s build, saved under the overlays' names) and Metacontroller's, from its source.
 images: venv
 	@$(BIN)/python -m testbed.images >/dev/null
+	@$(BIN)/python -m testbed.product_images >/dev/null
 
 ## Build the guide (docs/) into site/, strictly: a broken link or anchor, or a field reference
 ## that differs from crds/sharddb.yaml, fails.
@@ -95,9 +103,10 @@ lint: venv
 	$(BIN)/mypy
 
 ## Build the Dockerfile with docker, podman or buildah, run it, and check it serves /healthz and /sync
-## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; see docs/development/image.md).
+## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; SAVE=FILE writes it as a
+## docker archive for docker load or ctr images import; see docs/development/image.md).
 image: venv
-	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)")
+	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)") $(if $(SAVE),--save "$(SAVE)")
 
 bench: venv
 	$(BIN)/python -m bench

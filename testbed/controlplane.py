@@ -131,6 +131,10 @@ class ControlPlane:
     # name -> (arguments, environment) and the latest process of that name, for restarts.
     commands: dict[str, tuple[list[str], dict[str, str] | None]] = field(default_factory=dict)
     named: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # The address pods reach the API server on (a cluster of real nodes): it then serves on every address
+    # of its namespace with a certificate of its own CA for that address and the ``kubernetes`` Service,
+    # publishes itself as that Service's endpoint, and mounts service account tokens into pods.
+    pod_address: str | None = None
 
     def identity(self, user: str, groups: tuple[str, ...] = ("system:masters",)) -> None:
         """Declare a client identity; the API server reads its token file once, at start."""
@@ -149,8 +153,15 @@ class ControlPlane:
 
     @property
     def ca_file(self) -> Path:
-        """The serving certificate the API server generates for itself (self-signed chain)."""
+        """The CA of the API server's serving certificate (its own self-signed chain, or the cluster's CA)."""
+        if self.pod_address:
+            return self.root / "certs" / "ca.crt"
         return self.root / "certs" / "apiserver.crt"
+
+    @property
+    def cluster_url(self) -> str:
+        """The URL of the API server as a node sees it."""
+        return f"https://{self.pod_address}:{self.port}" if self.pod_address else self.url
 
     @property
     def kubeconfig(self) -> Path:
@@ -257,19 +268,15 @@ class ControlPlane:
             [
                 str(self.bin_dir / "kube-apiserver"),
                 f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                *self._serving_flags(certs),
                 f"--secure-port={self.port}",
-                f"--cert-dir={certs}",
                 f"--token-auth-file={tokens}",
                 "--authorization-mode=RBAC",
                 "--service-cluster-ip-range=10.0.0.0/20",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={public}",
                 f"--service-account-signing-key-file={key}",
-                "--disable-admission-plugins=ServiceAccount",
                 "--enable-priority-and-fairness=false",
-                "--endpoint-reconciler-type=none",
                 # The kubelet's name resolves nowhere here; its address does (logs, exec).
                 "--kubelet-preferred-address-types=InternalIP",
                 "--profiling=false",
@@ -280,6 +287,24 @@ class ControlPlane:
                 "--v=0",
             ],
         )
+
+    def _serving_flags(self, certs: Path) -> list[str]:
+        if not self.pod_address:
+            return [
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--cert-dir={certs}",
+                "--disable-admission-plugins=ServiceAccount",
+                "--endpoint-reconciler-type=none",
+            ]
+        _serving_certificate(certs, self.pod_address)
+        return [
+            "--bind-address=0.0.0.0",
+            f"--advertise-address={self.pod_address}",
+            f"--tls-cert-file={certs / 'apiserver.crt'}",
+            f"--tls-private-key-file={certs / 'apiserver.key'}",
+            "--endpoint-reconciler-type=lease",
+        ]
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -342,14 +367,17 @@ class ControlPlane:
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(self.kubeconfig_text(ADMIN_USER, self.token))
 
-    def kubeconfig_for(self, user: str) -> Path:
-        """A kubeconfig file for one declared identity (a component's own credentials)."""
-        target = self.root / f"kubeconfig-{user.replace(':', '-')}"
+    def kubeconfig_for(self, user: str, *, from_node: bool = False) -> Path:
+        """A kubeconfig file for one declared identity (a component's own credentials), as seen on loopback
+        or, ``from_node``, from a node of a cluster."""
+        suffix = "-node" if from_node else ""
+        target = self.root / f"kubeconfig-{user.replace(':', '-')}{suffix}"
         if not target.exists():
-            target.write_text(self.kubeconfig_text(user, self.identities[user][0]))
+            server = self.cluster_url if from_node else self.url
+            target.write_text(self.kubeconfig_text(user, self.identities[user][0], server))
         return target
 
-    def kubeconfig_text(self, user: str, token: str) -> str:
+    def kubeconfig_text(self, user: str, token: str, server: str | None = None) -> str:
         return "\n".join(
             [
                 "apiVersion: v1",
@@ -357,7 +385,7 @@ class ControlPlane:
                 "clusters:",
                 "- name: sharddb-test",
                 "  cluster:",
-                f"    server: {self.url}",
+                f"    server: {server or self.url}",
                 f"    certificate-authority: {self.ca_file}",
                 "users:",
                 f"- name: {user}",
@@ -388,6 +416,71 @@ class ControlPlane:
                     process.wait()
         self.processes.clear()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _serving_certificate(certs: Path, address: str) -> None:
+    """A CA and the API server's certificate for loopback, ``address`` and the ``kubernetes`` Service."""
+    names = ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"]
+    alt = ",".join([*(f"DNS:{n}" for n in names), "DNS:localhost", "IP:127.0.0.1", f"IP:{address}", "IP:10.0.0.1"])
+    ca_key, ca, key, request, cert = (
+        certs / n for n in ("ca.key", "ca.crt", "apiserver.key", "apiserver.csr", "apiserver.crt")
+    )
+    extensions = certs / "apiserver.ext"
+    extensions.write_text(
+        f"subjectAltName={alt}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n"
+    )
+    for command in (
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=sharddb-test-ca",
+            "-keyout",
+            str(ca_key),
+            "-out",
+            str(ca),
+        ],
+        [
+            "openssl",
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=kube-apiserver",
+            "-keyout",
+            str(key),
+            "-out",
+            str(request),
+        ],
+        [
+            "openssl",
+            "x509",
+            "-req",
+            "-in",
+            str(request),
+            "-CA",
+            str(ca),
+            "-CAkey",
+            str(ca_key),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            str(extensions),
+            "-out",
+            str(cert),
+        ],
+    ):
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ControlPlaneError(f"{' '.join(command[:2])} failed: {result.stderr.strip()}")
 
 
 def start_plane(bin_dir: Path, attempts: int = 2, identities: tuple[str, ...] = ()) -> ControlPlane:

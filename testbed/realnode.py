@@ -1,23 +1,22 @@
-"""A real node: containerd and runc, a CNI bridge, the kubelet, kube-proxy, CoreDNS and a volume provisioner.
+"""One real node: containerd and runc, a CNI bridge, the kubelet and kube-proxy, in namespaces of its own.
 
-It runs only inside ``testbed.sandbox``'s namespaces: the bridge, the routes and
-kube-proxy's iptables rules are the sandbox's own, and so are the paths these
-programs write whatever they are told. Every program is a process of the stack,
-started with the control plane's ``spawn`` (its log beside the others, killed
-with the test session):
+Several of them make a cluster (``testbed/cluster.py``), joined as kind joins its
+node containers. Each node lives in network, mount and UTS namespaces of its own
+(``testbed/nodehost.py``), inside ``testbed.sandbox``'s: its own address on the
+cluster's bridge, its own iptables, ``/run``, ``/var/log`` and ``/var/lib``. Every
+program is a process of the stack, started with the control plane's ``spawn``
+through ``nsenter`` (its log beside the others, killed with the test session):
 
-- containerd (Debian's) with a root, state and socket under the run's directory and
-  its CRI plugin's ``restrict_oom_score_adj`` on (without ``CAP_SYS_RESOURCE`` every
-  sandbox fails otherwise); the test images imported into it, never pulled;
-- the CNI ``bridge`` and ``host-local`` plugins (Debian's): pods on ``10.244.0.0/24``,
-  the bridge's own address ``10.244.0.1`` is the node's (the kubelet refuses loopback);
-- the kubelet v1.34.4, cgroupfs driver under the run's own cgroup, anonymous
-  read-only for the API server's ``logs`` and ``exec`` (a test cluster's trust);
+- containerd (Debian's) with a root, state and socket under the node's directory
+  and its CRI plugin's ``restrict_oom_score_adj`` on (without ``CAP_SYS_RESOURCE``
+  every sandbox fails otherwise); the images imported into it, never pulled;
+- the CNI ``bridge`` and ``host-local`` plugins (Debian's): the node's pods on its
+  own ``/24`` of ``10.244.0.0/16``, routed (not masqueraded) to the other nodes, so
+  a pod's address is what every other pod and the policy agent see;
+- the kubelet v1.34.4, cgroupfs driver under a cgroup of its own in the run's,
+  anonymous read-only for the API server's ``logs`` and ``exec`` (a test cluster's trust);
 - kube-proxy in iptables mode for ClusterIP Services, conntrack limits left alone
-  (they are the host's, not the namespace's);
-- CoreDNS serving ``cluster.local`` on the node's address, the pods' nameserver;
-- rancher's local-path-provisioner, the default StorageClass ``standard``, as kind
-  ships it: each volume a directory under the run, made by a helper pod on the node.
+  (they are the host's, not the namespace's).
 """
 
 from __future__ import annotations
@@ -25,38 +24,33 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from testbed import images, sandbox
+from testbed import images, nodehost, sandbox
 from testbed.controlplane import ControlPlane, ControlPlaneError
-from testbed.server import free_port
 
-NODE_NAME = "node-1"
-NODE_USER = f"system:node:{NODE_NAME}"
-PROXY_USER = "system:kube-proxy"
-DNS_USER = "system:coredns"
-PROVISIONER_USER = "system:local-path-provisioner"
-USERS = (NODE_USER, PROXY_USER, DNS_USER, PROVISIONER_USER)
-BRIDGE = "sdb0"
-POD_CIDR = "10.244.0.0/24"
-NODE_IP = "10.244.0.1"
 CLUSTER_DOMAIN = "cluster.local"
-STORAGE_CLASS = "standard"
-PROVISIONER = "rancher.io/local-path"
-PROVISIONER_NAMESPACE = "local-path-storage"
+CLUSTER_CIDR = "10.244.0.0/16"
+# The cluster's own network, a bridge in the sandbox's namespace: the control plane (API server,
+# CoreDNS) answers on its gateway, each node has one address on it.
+CLUSTER_BRIDGE = "sdbnet"
+CLUSTER_NETWORK = "10.200.0.0/24"
+CLUSTER_GATEWAY = "10.200.0.1"
+ZONES = ("zone-a", "zone-b", "zone-c")
 NODE_BUILD_SCRIPT = Path(__file__).resolve().parent / "build-node-binaries.sh"
 Obj = dict[str, Any]
 
 
 def build_node_binaries(timeout: float = 3600.0) -> Path:
-    """CoreDNS and the provisioner (``build-node-binaries.sh``; a no-op when cached)."""
+    """CoreDNS, the provisioner and the policy agent (``build-node-binaries.sh``; a no-op when cached)."""
     result = subprocess.run(
         ["bash", str(NODE_BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout, check=False
     )
@@ -66,14 +60,49 @@ def build_node_binaries(timeout: float = 3600.0) -> Path:
     return Path(lines[-1])
 
 
+@dataclass(frozen=True)
+class NodeSpec:
+    """Where node ``index`` (from 1) sits: its name, address, pod range and zone."""
+
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"node-{self.index}"
+
+    @property
+    def user(self) -> str:
+        return f"system:node:{self.name}"
+
+    @property
+    def address(self) -> str:
+        return f"10.200.0.{10 + self.index}"
+
+    @property
+    def pod_cidr(self) -> str:
+        return f"10.244.{self.index}.0/24"
+
+    @property
+    def pod_gateway(self) -> str:
+        return f"10.244.{self.index}.1"
+
+    @property
+    def zone(self) -> str:
+        return ZONES[(self.index - 1) % len(ZONES)]
+
+
 @dataclass
 class RealNode:
     """Started by ``start()`` on a running control plane; its processes end with the control plane's, its
     containers with the sandbox's PID namespace, its images and volumes with the run's directory."""
 
     plane: ControlPlane
-    node_bin: Path
     image_set: images.ImageSet
+    spec: NodeSpec
+    dns: str = CLUSTER_GATEWAY
+    peers: tuple[NodeSpec, ...] = ()
+    extra_archives: tuple[Path, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not sandbox.inside():
@@ -81,28 +110,44 @@ class RealNode:
                 "a real node runs only inside its own namespaces: "
                 "python -m testbed.sandbox -- python -m pytest -m data (make data does this)"
             )
-        self.root = self.plane.root / "node"
+        self.name = self.spec.name
+        self.root = self.plane.root / self.name
         self.root.mkdir()
         self.socket = self.root / "containerd.sock"
-        self.volumes = self.root / "volumes"
-        self.volumes.mkdir()
-        self.timings: dict[str, float] = {}
+        self.holder_pid = 0
 
     # --- start ------------------------------------------------------------------
 
     def start(self) -> None:
         for step, action in (
-            ("bridge", self._bridge),
+            ("namespaces", self._namespaces),
+            ("network", self._network),
             ("containerd", self._containerd),
             ("images", self._import_images),
-            ("coredns", self._coredns),
             ("kubelet", self._kubelet),
             ("kube-proxy", self._kube_proxy),
-            ("provisioner", self._provisioner),
         ):
             began = time.monotonic()
             action()
             self.timings[step] = time.monotonic() - began
+
+    @property
+    def enter(self) -> list[str]:
+        """The prefix that runs a program in this node's namespaces."""
+        return ["nsenter", f"--target={self.holder_pid}", "--net", "--mount", "--uts", "--"]
+
+    def run(self, *command: str, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """One command in the node's namespaces (``ip``, ``iptables-save``); a failure names its words."""
+        result = subprocess.run([*self.enter, *command], capture_output=True, text=True, timeout=timeout, check=False)
+        if check and result.returncode != 0:
+            raise ControlPlaneError(f"{self.name}: {' '.join(command)} failed: {result.stderr.strip()}")
+        return result
+
+    def spawn(self, program: str, args: list[str], env: dict[str, str] | None = None) -> None:
+        self.plane.spawn(f"{self.name}-{program}", [*self.enter, *args], env=env)
+
+    def log(self, program: str) -> Path:
+        return self.plane.root / f"{self.name}-{program}.log"
 
     def ctr(self, *args: str, timeout: float = 300.0) -> str:
         result = subprocess.run(
@@ -116,15 +161,46 @@ class RealNode:
             raise ControlPlaneError(f"ctr {' '.join(args)} failed: {result.stderr.strip()}")
         return result.stdout
 
-    def _bridge(self) -> None:
-        for command in (
-            ["ip", "link", "add", BRIDGE, "type", "bridge"],
-            ["ip", "addr", "add", f"{NODE_IP}/24", "dev", BRIDGE],
-            ["ip", "link", "set", BRIDGE, "up"],
-        ):
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
-            if result.returncode != 0:
-                raise ControlPlaneError(f"{' '.join(command)} failed: {result.stderr.strip()}")
+    def _namespaces(self) -> None:
+        process = self.plane.spawn(
+            f"{self.name}-namespaces",
+            [
+                "unshare",
+                "--net",
+                "--mount",
+                "--uts",
+                "--propagation",
+                "private",
+                "--",
+                sys.executable,
+                "-m",
+                "testbed.nodehost",
+                self.name,
+                str(self.root),
+            ],
+        )
+        self.holder_pid = process.pid
+        ready = self.root / nodehost.READY_FILE
+        _wait(f"{self.name}'s namespaces", ready.exists, 30, self.plane, f"{self.name}-namespaces")
+
+    def _network(self) -> None:
+        """A veth from the cluster's bridge to the node's ``eth0``; routes to every other node's pods."""
+        outside = f"veth-{self.name}"
+        _must(["ip", "link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", str(self.holder_pid)])
+        _must(["ip", "link", "set", outside, "master", CLUSTER_BRIDGE, "up"])
+        _must(["ip", "route", "replace", self.spec.pod_cidr, "via", self.spec.address])
+        self.run("ip", "addr", "add", f"{self.spec.address}/24", "dev", "eth0")
+        self.run("ip", "link", "set", "eth0", "up")
+        self.run("ip", "route", "add", "default", "via", CLUSTER_GATEWAY)
+        for peer in self.peers:
+            self.run("ip", "route", "add", peer.pod_cidr, "via", peer.address)
+
+    def cut(self) -> None:
+        """The node's network cable pulled: its link to the cluster's bridge goes down."""
+        _must(["ip", "link", "set", f"veth-{self.name}", "down"])
+
+    def mend(self) -> None:
+        _must(["ip", "link", "set", f"veth-{self.name}", "up"])
 
     def _containerd(self) -> None:
         cni = self.root / "cni"
@@ -135,13 +211,13 @@ class RealNode:
             "plugins": [
                 {
                     "type": "bridge",
-                    "bridge": BRIDGE,
+                    "bridge": "cni0",
                     "isGateway": True,
-                    "ipMasq": True,
+                    "ipMasq": False,
                     "hairpinMode": True,
                     "ipam": {
                         "type": "host-local",
-                        "ranges": [[{"subnet": POD_CIDR, "gateway": NODE_IP}]],
+                        "ranges": [[{"subnet": self.spec.pod_cidr, "gateway": self.spec.pod_gateway}]],
                         "routes": [{"dst": "0.0.0.0/0"}],
                         "dataDir": str(cni / "ipam"),
                     },
@@ -184,12 +260,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "{cni / "net.d"}"
 """
         )
-        self.plane.spawn("containerd", [_which("containerd"), f"--config={config}", "--log-level=info"])
-        _wait("containerd's socket", lambda: self.socket.exists(), 60, self.plane, "containerd")
-        _wait("containerd to answer", lambda: self._answers(), 60, self.plane, "containerd")
+        self.spawn("containerd", [_which("containerd"), f"--config={config}", "--log-level=info"])
+        _wait("containerd's socket", self.socket.exists, 60, self.plane, f"{self.name}-containerd")
+        _wait("containerd to answer", self._answers, 60, self.plane, f"{self.name}-containerd")
 
     def task_pid(self, container_id: str) -> int:
-        """The host PID of a container's first process (``containerd://<id>`` as a pod's status names it)."""
+        """The PID of a container's first process (``containerd://<id>`` as a pod's status names it)."""
         wanted = container_id.removeprefix("containerd://")
         for line in self.ctr("tasks", "ls").splitlines()[1:]:
             task, pid, *_ = line.split()
@@ -205,7 +281,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         return True
 
     def _import_images(self) -> None:
-        for archive in self.image_set.archives:
+        for archive in (*self.image_set.archives, *self.extra_archives):
             self.ctr("images", "import", "--no-unpack", str(archive))
         listed = self.ctr("images", "ls", "-q")
         names = (images.POSTGRES, images.POSTGRES_ROLLOUT, images.REDIS, images.REDIS_ROLLOUT, images.PAUSE)
@@ -213,29 +289,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         if missing:
             raise ControlPlaneError(f"images not in containerd after import: {missing}")
 
-    def _coredns(self) -> None:
-        health, ready = free_port(), free_port()
-        corefile = self.root / "Corefile"
-        corefile.write_text(
-            f""".:53 {{
-    bind {NODE_IP}
-    errors
-    health 127.0.0.1:{health}
-    ready 127.0.0.1:{ready}
-    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
-        kubeconfig {self.plane.kubeconfig_for(DNS_USER)}
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-        ttl 5
-    }}
-    cache 5
-}}
-"""
-        )
-        self.plane.spawn("coredns", [str(self.node_bin / "coredns"), f"-conf={corefile}"])
-        _wait("CoreDNS ready", lambda: _ok(f"http://127.0.0.1:{ready}/ready"), 60, self.plane, "coredns")
+    @property
+    def cgroup(self) -> str:
+        return f"/{sandbox.run_name()}/{self.name}"
 
     def _kubelet(self) -> None:
+        sandbox.make_cgroups(self.cgroup.lstrip("/"))
         resolv = self.root / "resolv.conf"
         resolv.write_text("")  # nothing beyond the cluster: the pods' only nameserver is CoreDNS
         config: Obj = {
@@ -244,18 +303,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
             "authorization": {"mode": "AlwaysAllow"},
             "cgroupDriver": "cgroupfs",
-            "cgroupRoot": f"/{sandbox.run_name()}",
+            "cgroupRoot": self.cgroup,
             "failCgroupV1": False,
             "failSwapOn": False,
             "containerRuntimeEndpoint": f"unix://{self.socket}",
-            "clusterDNS": [NODE_IP],
+            "clusterDNS": [self.dns],
             "clusterDomain": CLUSTER_DOMAIN,
             "resolvConf": str(resolv),
-            "address": NODE_IP,
+            "address": self.spec.address,
             "port": 10250,
             "readOnlyPort": 0,
             "healthzBindAddress": "127.0.0.1",
-            "healthzPort": free_port(),
+            "healthzPort": 10248,
             "serializeImagePulls": False,
             "evictionHard": {
                 "memory.available": "100Mi",
@@ -276,21 +335,21 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         }
         path = self.root / "kubelet.yaml"
         path.write_text(yaml.safe_dump(config))
-        self.plane.spawn(
+        self.spawn(
             "kubelet",
             [
                 str(self.plane.bin_dir / "kubelet"),
                 f"--config={path}",
-                f"--kubeconfig={self.plane.kubeconfig_for(NODE_USER)}",
-                f"--hostname-override={NODE_NAME}",
-                f"--node-ip={NODE_IP}",
-                "--node-labels=topology.kubernetes.io/zone=zone-a",
+                f"--kubeconfig={self.plane.kubeconfig_for(self.spec.user, from_node=True)}",
+                f"--hostname-override={self.name}",
+                f"--node-ip={self.spec.address}",
+                f"--node-labels=topology.kubernetes.io/zone={self.spec.zone}",
             ],
         )
-        _wait("node-1 Ready", self._node_ready, 120, self.plane, "kubelet")
+        _wait(f"{self.name} Ready", self.ready, 120, self.plane, f"{self.name}-kubelet")
 
-    def _node_ready(self) -> bool:
-        node: Obj = self.plane.get(f"/api/v1/nodes/{NODE_NAME}") or {}
+    def ready(self) -> bool:
+        node: Obj = self.plane.get(f"/api/v1/nodes/{self.name}") or {}
         conditions = node.get("status", {}).get("conditions", [])
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
         taints = node.get("spec", {}).get("taints", [])
@@ -300,82 +359,33 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         config: Obj = {
             "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
             "kind": "KubeProxyConfiguration",
-            "clientConnection": {"kubeconfig": str(self.plane.kubeconfig_for(PROXY_USER))},
+            "clientConnection": {"kubeconfig": str(self.plane.kubeconfig_for(PROXY_USER, from_node=True))},
             "mode": "iptables",
-            "hostnameOverride": NODE_NAME,
-            "clusterCIDR": POD_CIDR,
-            "bindAddress": NODE_IP,
-            "healthzBindAddress": f"127.0.0.1:{free_port()}",
-            "metricsBindAddress": f"127.0.0.1:{free_port()}",
+            "hostnameOverride": self.name,
+            "clusterCIDR": CLUSTER_CIDR,
+            "bindAddress": self.spec.address,
+            "healthzBindAddress": "127.0.0.1:10256",
+            "metricsBindAddress": "127.0.0.1:10249",
             # The conntrack table's limits are the host's, not the namespace's: leave them alone.
             "conntrack": {"maxPerCore": 0, "min": 0},
             "iptables": {"syncPeriod": "5s", "minSyncPeriod": "0s"},
         }
         path = self.root / "kube-proxy.yaml"
         path.write_text(yaml.safe_dump(config))
-        self.plane.spawn("kube-proxy", [str(self.plane.bin_dir / "kube-proxy"), f"--config={path}"])
-        _wait("kube-proxy's rules", self._proxy_rules, 60, self.plane, "kube-proxy")
+        self.spawn("kube-proxy", [str(self.plane.bin_dir / "kube-proxy"), f"--config={path}"])
+        _wait("kube-proxy's rules", self._proxy_rules, 60, self.plane, f"{self.name}-kube-proxy")
 
     def _proxy_rules(self) -> bool:
-        result = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True, check=False)
-        return "KUBE-SERVICES" in result.stdout
+        return "KUBE-SERVICES" in self.run("iptables-save", "-t", "nat", check=False).stdout
 
-    def _provisioner(self) -> None:
-        """local-path-provisioner as kind runs it: its ConfigMap, the default StorageClass, the controller."""
-        helper_pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "helper-pod"},
-            "spec": {
-                "priorityClassName": "system-node-critical",
-                "tolerations": [
-                    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"}
-                ],
-                "containers": [{"name": "helper-pod", "image": images.POSTGRES, "imagePullPolicy": "IfNotPresent"}],
-            },
-        }
-        setup = '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n'
-        teardown = '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n'
-        config = {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [str(self.volumes)]}]}
-        objects: list[Obj] = [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PROVISIONER_NAMESPACE}},
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "local-path-config", "namespace": PROVISIONER_NAMESPACE},
-                "data": {
-                    "config.json": json.dumps(config),
-                    "setup": setup,
-                    "teardown": teardown,
-                    "helperPod.yaml": yaml.safe_dump(helper_pod),
-                },
-            },
-            {
-                "apiVersion": "storage.k8s.io/v1",
-                "kind": "StorageClass",
-                "metadata": {
-                    "name": STORAGE_CLASS,
-                    "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
-                },
-                "provisioner": PROVISIONER,
-                "volumeBindingMode": "WaitForFirstConsumer",
-                "reclaimPolicy": "Delete",
-            },
-        ]
-        self.plane.apply(objects)
-        self.plane.spawn(
-            "local-path-provisioner",
-            [
-                str(self.node_bin / "local-path-provisioner"),
-                "start",
-                f"--kubeconfig={self.plane.kubeconfig_for(PROVISIONER_USER)}",
-                f"--namespace={PROVISIONER_NAMESPACE}",
-                "--configmap-name=local-path-config",
-                f"--provisioner-name={PROVISIONER}",
-                f"--helper-image={images.POSTGRES}",
-            ],
-            env={"POD_NAMESPACE": PROVISIONER_NAMESPACE, "PATH": "/usr/bin:/bin"},
-        )
+
+PROXY_USER = "system:kube-proxy"
+
+
+def _must(command: list[str]) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise ControlPlaneError(f"{' '.join(command)} failed: {result.stderr.strip()}")
 
 
 def _which(program: str) -> str:

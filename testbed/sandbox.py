@@ -185,7 +185,7 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _mount(source: str, target: str, fstype: str, options: str = "") -> None:
+def mount(source: str, target: str, fstype: str, options: str = "") -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     result = libc.mount(source.encode(), target.encode(), fstype.encode(), 0, options.encode() or None)
     if result != 0:
@@ -193,7 +193,7 @@ def _mount(source: str, target: str, fstype: str, options: str = "") -> None:
         raise SandboxError(f"mount {fstype} on {target} failed: {os.strerror(error)}")
 
 
-def _sysctl(key: str, value: str) -> None:
+def sysctl(key: str, value: str) -> None:
     path = Path("/proc/sys") / key.replace(".", "/")
     with contextlib.suppress(FileNotFoundError):
         path.write_text(value)
@@ -202,17 +202,17 @@ def _sysctl(key: str, value: str) -> None:
 def prepare(directory: Path) -> None:
     """Loopback up, private mounts, forwarding; all of it vanishes with the namespaces."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    _mount("tmpfs", "/run", "tmpfs", "mode=755")
-    _mount("tmpfs", "/var/log", "tmpfs", "mode=755")
+    mount("tmpfs", "/run", "tmpfs", "mode=755")
+    mount("tmpfs", "/var/log", "tmpfs", "mode=755")
     upper, work = directory / "var-lib" / "upper", directory / "var-lib" / "work"
     upper.mkdir(parents=True)
     work.mkdir(parents=True)
-    _mount("overlay", "/var/lib", "overlay", f"lowerdir=/var/lib,upperdir={upper},workdir={work}")
+    mount("overlay", "/var/lib", "overlay", f"lowerdir=/var/lib,upperdir={upper},workdir={work}")
     for path in ("/run/netns", "/var/log/containers", "/var/log/pods", "/var/lib/kubelet", "/var/lib/cni"):
         Path(path).mkdir(parents=True, exist_ok=True)
-    _sysctl("net.ipv4.ip_forward", "1")
-    _sysctl("net.bridge.bridge-nf-call-iptables", "1")
-    _sysctl("net.bridge.bridge-nf-call-ip6tables", "1")
+    sysctl("net.ipv4.ip_forward", "1")
+    sysctl("net.bridge.bridge-nf-call-iptables", "1")
+    sysctl("net.bridge.bridge-nf-call-ip6tables", "1")
 
 
 def init(name: str, directory: Path, command: list[str]) -> int:

@@ -27,11 +27,12 @@ from typing import Any
 import httpx
 import yaml
 
-from testbed import images, partitions, realnode
+from testbed import cluster, images, partitions
 from testbed.audit import AuditLog, Write
+from testbed.cluster import Cluster
 from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
 from testbed.node import Behaviour, NodeAgent
-from testbed.realnode import RealNode, build_node_binaries
+from testbed.realnode import CLUSTER_GATEWAY, RealNode, build_node_binaries
 from testbed.server import ROOT, HookProcess, free_port, launch
 
 Obj = dict[str, Any]
@@ -60,7 +61,8 @@ CONTROLLERS = (
 )
 # A real kubelet sends heartbeats, so the controller that watches them (and lifts a new node's
 # not-ready taint) runs too.
-REAL_NODE_CONTROLLERS = ("node-lifecycle-controller",)
+# In-cluster clients (pods with service accounts) need the CA's ConfigMap in every namespace.
+REAL_NODE_CONTROLLERS = ("node-lifecycle-controller", "root-ca-certificate-publisher-controller")
 SHARDDB_CRD = "sharddbs.mygroup.example.com"
 # What the stack applies of a rendered install (the CRD comes from crds/, the workloads run as processes).
 APPLIED_KINDS = frozenset(
@@ -128,6 +130,12 @@ class StackOptions:
     # A real kubelet, containerd and runc running the test images (``testbed.realnode``; inside
     # ``testbed.sandbox`` only) instead of the node agent that reports pods without running them.
     real_node: bool = False
+    nodes: int = 1  # with real_node: how many, joined into one cluster (``testbed.cluster``)
+    # With real_node: the product runs as users install it (``kubectl apply -k``, its images as pods), so the
+    # stack starts no hooks and no Metacontroller of its own and applies no manifests.
+    installed: bool = False
+    # Image archives imported into every real node's containerd besides the test images.
+    node_images: tuple[Path, ...] = ()
 
 
 class Stack:
@@ -137,7 +145,8 @@ class Stack:
         self.options = options or StackOptions()
         self.plane: ControlPlane | None = None
         self.agent: NodeAgent | None = None
-        self.node: RealNode | None = None
+        self.node: RealNode | None = None  # the first of the cluster's nodes
+        self.cluster: Cluster | None = None
         self.hooks: HookProcess | None = None
         self.metacontrollers: dict[str, subprocess.Popen[bytes]] = {}
         self.controllers: list[Obj] = []
@@ -179,10 +188,12 @@ class Stack:
     # --- start and stop -------------------------------------------------------
 
     def start(self) -> None:
+        options = self.options
         self.manifests = self._render()
-        self.plane = ControlPlane(build_binaries())
-        node_parts = (build_node_binaries(), images.build_images()) if self.options.real_node else None
-        for user in (CONTROLLER_MANAGER, SCHEDULER, NODE, *(realnode.USERS if node_parts else ())):
+        self.plane = ControlPlane(build_binaries(), pod_address=CLUSTER_GATEWAY if options.real_node else None)
+        node_parts = (build_node_binaries(), images.build_images()) if options.real_node else None
+        node_users = cluster.users(options.nodes) if node_parts else (NODE,)
+        for user in (CONTROLLER_MANAGER, SCHEDULER, *node_users):
             self.plane.identity(user)
         for instance in self.instances:
             self.plane.identity(instance.user, instance.groups)
@@ -190,17 +201,21 @@ class Stack:
             self.plane.start()
             self._logs = self.plane.root / "hooks"
             self._logs.mkdir()
-            self._install_crds()
+            if not options.installed:
+                self._install_crds()
             self._start_controller_manager()
             self._start_scheduler()
             if node_parts:
-                self.node = RealNode(self.plane, *node_parts)
-                self.node.start()
+                self.cluster = Cluster(self.plane, *node_parts, nodes=options.nodes, extra_archives=options.node_images)
+                self.cluster.start()
+                self.node = self.cluster.members[0]
             else:
                 self.agent = NodeAgent(
                     self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour
                 )
                 self.agent.start()
+            if options.installed:
+                return
             self.start_hooks()
             self._apply_controllers()
             for instance in self.instances:
@@ -217,6 +232,7 @@ class Stack:
             self.agent.stop()
             self.agent = None
         self.node = None  # its processes are the control plane's; its containers end with the sandbox
+        self.cluster = None
         if self.plane is not None:
             self.plane.stop()
             self.plane = None
@@ -265,6 +281,7 @@ class Stack:
             "--concurrent-job-syncs=10",
             "--kube-api-qps=200",
             "--kube-api-burst=400",
+            *((f"--root-ca-file={self.control_plane.ca_file}",) if self.options.real_node else ()),
         )
 
     def _start_scheduler(self) -> None:

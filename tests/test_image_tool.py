@@ -148,3 +148,21 @@ def test_a_root_service_or_a_writable_root_fails() -> None:
     assert [c.name for c in probe_checks(as_root, 0, 0) if not c.ok] == ["runs as the image's non-root user"]
     writable = {**good, "writes": {**good["writes"], "/app": "written"}}
     assert [c.name for c in probe_checks(writable, 65532, 65532) if not c.ok] == ["/app is read-only"]
+
+
+def test_docker_and_podman_save_every_name_into_one_docker_archive() -> None:
+    names = ["ghcr.io/example/sharddb-hooks:0.1.0", "ghcr.io/example/sharddb-hooks:dev"]
+    archive = Path("/out/hooks.tar")
+    assert Builder("docker").save(names, archive) == ["docker", "save", "-o", "/out/hooks.tar", *names]
+    podman = Builder("podman").save(names, archive)
+    assert podman[:2] == ["podman", "save"]
+    assert podman[podman.index("--format") + 1] == "docker-archive"
+    assert "--multi-image-archive" in podman
+    assert podman[-2:] == names
+
+
+def test_buildah_saves_one_name_and_says_so_for_more() -> None:
+    archive = Path("/out/hooks.tar")
+    assert Builder("buildah").save(["a:1"], archive) == ["buildah", "push", "a:1", "docker-archive:/out/hooks.tar:a:1"]
+    with pytest.raises(NoBuilderError, match="one name per archive"):
+        Builder("buildah").save(["a:1", "a:2"], archive)

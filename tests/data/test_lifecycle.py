@@ -20,7 +20,7 @@ import pytest
 
 from testbed import images
 from testbed.audit import tally
-from testbed.realnode import NODE_USER
+from testbed.realnode import NodeSpec
 from testbed.stack import Stack
 
 from ..e2e.sharddbs import ShardDBs, wait_until
@@ -323,7 +323,7 @@ def assert_cache_gone_before_shards(stack: Stack, cluster: Cluster, mark: int) -
     """From the audit log: the kubelet's last delete of a cache pod precedes the first shard pod marked for deletion."""
     log = stack.audit.since(mark, namespace=cluster.namespace)
     cache_gone = [
-        w.at for w in log if w.user == NODE_USER and w.verb == "delete" and w.name.startswith(f"{NAME}-cache-")
+        w.at for w in log if w.user == NodeSpec(1).user and w.verb == "delete" and w.name.startswith(f"{NAME}-cache-")
     ]
     marked = [w.at for w in log if w.resource == "pods" and w.verb == "delete" and w.name.startswith(f"{NAME}-db-")]
     assert cache_gone, "no cache pod was removed by the kubelet"

@@ -1,6 +1,6 @@
 """``make image``: build the Dockerfile with the machine's builder, then run it and check it serves.
 
-    python -m tools.image [--tag TAG] [--base PYTHON_IMAGE]
+    python -m tools.image [--tag TAG] [--also-tag TAG]... [--base PYTHON_IMAGE] [--save ARCHIVE]
 
 Steps, each with its time: pick a builder (``BUILDER``: docker, podman, buildah);
 find the base (``--base`` / ``PYTHON_IMAGE``; without one, the Dockerfile's
@@ -9,7 +9,10 @@ packages by ``tools/python-standin.sh``); build, with the CA bundle the machine'
 pip trusts as a build secret; start the image's entrypoint as a container (extra
 ``run`` options in ``IMAGE_RUN_ARGS``), or, where containers cannot start, from
 its filesystem with chroot, and say so; check ``/healthz``, a ``/sync`` answer,
-the user and the read-only root (``checks``). Exit 1 when any step fails.
+the user and the read-only root (``checks``); with ``--save``, give the checked image
+its other names (``--also-tag``) and write it, under all of them, as a docker archive
+that ``docker load``, ``podman load`` and ``ctr images import`` read. Exit 1 when any
+step fails.
 """
 
 from __future__ import annotations
@@ -140,7 +143,9 @@ def report(checks: list[Check]) -> bool:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.image", description=__doc__.splitlines()[0])
     parser.add_argument("--tag", default="localhost/sharddb-hooks:dev", help="name of the built image")
+    parser.add_argument("--also-tag", action="append", default=[], metavar="TAG", help="another name of the image")
     parser.add_argument("--base", default=os.environ.get("PYTHON_IMAGE") or None, help="base image (PYTHON_IMAGE)")
+    parser.add_argument("--save", type=Path, metavar="ARCHIVE", help="write the checked image here, under every name")
     args = parser.parse_args(argv)
 
     try:
@@ -175,6 +180,25 @@ def main(argv: list[str]) -> None:
     if not ok:
         fail("the image does not serve as it should (see above)")
     say(f"{args.tag} serves /healthz and /sync as uid {uid} on a read-only root, in {running.how}")
+    if args.save is not None:
+        save(builder, [args.tag, *args.also_tag], args.save)
+
+
+def save(builder: Builder, names: list[str], archive: Path) -> None:
+    """The image under every name in ``names`` (the first is the built one), as a docker archive."""
+    for name in names[1:]:
+        if _quiet(builder.tag(names[0], name)).returncode != 0:
+            fail(f"{builder.name} tag {names[0]} {name} failed")
+    try:
+        command = builder.save(names, archive)
+    except NoBuilderError as error:
+        fail(str(error))
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    archive.unlink(missing_ok=True)  # docker and podman refuse to write over a file
+    saved = subprocess.run(command, stdout=sys.stderr, check=False)
+    if saved.returncode != 0:
+        fail(f"{builder.name} could not save {', '.join(names)} to {archive} (exit {saved.returncode})")
+    say(f"saved {', '.join(names)} to {archive} ({archive.stat().st_size / 1e6:.0f} MB)")
 
 
 def _image_ids(config: ImageConfig, running: Running) -> tuple[int, int]:

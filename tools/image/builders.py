@@ -86,6 +86,25 @@ class Builder:
     def pull(self, image: str) -> list[str]:
         return [self.name, "pull", image]
 
+    def tag(self, image: str, name: str) -> list[str]:
+        return [self.name, "tag", image, name]
+
+    def save(self, names: Sequence[str], archive: Path) -> list[str]:
+        """A docker archive of one image under every name in ``names``, for ``ctr images import``.
+
+        Docker's own format keeps all the names in one archive (an OCI archive of podman's
+        holds one); buildah's push writes one name, so it is given one.
+        """
+        if not names:
+            raise ValueError("save needs at least one name")
+        if self.name == "buildah":
+            if len(names) > 1:
+                raise NoBuilderError("buildah writes one name per archive: save several with podman or docker")
+            return ["buildah", "push", names[0], f"docker-archive:{archive}:{names[0]}"]
+        if self.name == "podman":
+            return ["podman", "save", "--format", "docker-archive", "--multi-image-archive", "-o", str(archive), *names]
+        return ["docker", "save", "-o", str(archive), *names]
+
     def config(self, image: str) -> list[str]:
         """Prints the image's config as JSON (see ``ImageConfig.from_json``)."""
         if self.name == "buildah":

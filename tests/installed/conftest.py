@@ -1,0 +1,90 @@
+"""Fixtures of the installed-cluster tier: the product as users install it, on three real nodes.
+
+The cluster is ``testbed/cluster.py``'s: the real control plane, controllers and
+scheduler, three nodes each with its own containerd, kubelet, kube-proxy and
+policy agent, CoreDNS and two StorageClasses. Nothing of ShardDB runs on the host:
+Metacontroller is the image built from its source, installed from its release
+manifests; the hooks are the image ``make image`` builds, installed by the
+overlays; both as pods, through the README's deploy steps (``steps.py``). Like the
+data tier, it runs only inside its own namespaces (``make installed``), and fails
+saying so elsewhere; it is never skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed import product_images, sandbox
+from testbed.controlplane import ControlPlaneError, build_binaries
+from testbed.stack import Stack, StackOptions
+
+from ..e2e.conftest import kube as kube  # the same client, on this tier's cluster
+from .installs import Install
+
+NODES = 3
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/installed/" in str(item.path):
+            item.add_marker(pytest.mark.installed)
+
+
+@pytest.fixture(scope="session")
+def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
+    if not sandbox.inside():
+        try:
+            sandbox.check_host()
+        except sandbox.SandboxError as error:
+            pytest.fail(f"installed tier: {error}", pytrace=False)
+        pytest.fail(
+            "installed tier: runs only inside the nodes' own namespaces: `make installed`, "
+            "or python -m testbed.sandbox -- python -m pytest -m installed",
+            pytrace=False,
+        )
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    try:
+        # First builds take many minutes: their progress goes to the terminal, not into pytest's capture.
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            build_binaries()
+            archives = product_images.build()
+    except (ControlPlaneError, product_images.ImageError) as error:
+        pytest.fail(f"installed tier: {error}", pytrace=False)
+    running = Stack(StackOptions(real_node=True, nodes=NODES, installed=True, node_images=archives.paths))
+    try:
+        running.start()
+    except ControlPlaneError as error:
+        pytest.fail(f"installed tier: {error}", pytrace=False)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
+def metacontroller_manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``manifests/production`` of Metacontroller's source, the release manifests its README installs."""
+    archive = product_images.metacontroller_source()
+    target = tmp_path_factory.mktemp("metacontroller-source")
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, filter="data")
+    found = sorted(target.glob("*/manifests/production/kustomization.yaml"))
+    if not found:
+        pytest.fail(f"installed tier: no manifests/production in {archive}", pytrace=False)
+    return found[0].parent
+
+
+@pytest.fixture(scope="session")
+def production(
+    stack: Stack, metacontroller_manifests: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Install]:
+    """The production overlay, installed once for every module that reads or operates it."""
+    installed = Install(stack, "production", tmp_path_factory.mktemp("production"), metacontroller_manifests)
+    installed.install()
+    yield installed
+    installed.uninstall()

@@ -1,0 +1,149 @@
+"""An install of the product on the cluster, made and removed with the README's steps, and what tests read of it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed import images
+from testbed.audit import Write
+from testbed.stack import Stack
+
+from ..e2e.sharddbs import wait_until
+from .steps import ROOT, deploy_steps, run_step
+
+Obj = dict[str, Any]
+HOOKS_NAMESPACE = "sharddb-system"
+METACONTROLLER_NAMESPACE = "metacontroller"
+EXAMPLE = ROOT / "examples" / "sharddb.yaml"
+# The example names postgres:16 and redis:7; the test images are Debian bookworm's PostgreSQL 15 and Redis 7.0.
+IMAGES = {"postgres:16": images.POSTGRES, "redis:7": images.REDIS}
+
+
+def example_on_test_images(target: Path) -> Path:
+    """``examples/sharddb.yaml`` with only its two image names swapped for the test images (and a password)."""
+    documents = [copy.deepcopy(doc) for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc]
+    for doc in documents:
+        if doc["kind"] == "Secret":
+            doc["stringData"] = dict.fromkeys(doc.get("stringData", {}), "installed-tier-password")
+        if doc["kind"] == "ShardDB":
+            doc["spec"]["dbImage"] = IMAGES[doc["spec"]["dbImage"]]
+            doc["spec"]["cache"]["image"] = IMAGES[doc["spec"]["cache"]["image"]]
+    target.write_text(yaml.safe_dump_all(documents))
+    return target
+
+
+@dataclass
+class Install:
+    """One overlay installed on the stack's cluster by the README's steps, run from ``workdir``."""
+
+    stack: Stack
+    overlay: str
+    workdir: Path
+    metacontroller_manifests: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "METACONTROLLER_MANIFESTS": str(self.metacontroller_manifests),
+            "OVERLAY": self.overlay,
+            "EXAMPLE": str(example_on_test_images(self.workdir / "sharddb.yaml")),
+        }
+
+    def step(self, name: str, timeout: float = 600.0) -> str:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        return run_step(
+            deploy_steps()[name],
+            kubeconfig=self.stack.control_plane.kubeconfig,
+            workdir=self.workdir,
+            env=self.env,
+            timeout=timeout,
+        )
+
+    def install(self) -> None:
+        if not self.kubectl("get", "statefulset", "-n", METACONTROLLER_NAMESPACE, "metacontroller", check=False):
+            self.step("metacontroller")
+        if self.overlay != "dev":
+            self.step("secrets")
+        self.step("overlay")
+
+    def uninstall(self) -> None:
+        """What a user runs to remove an overlay: its objects, then the namespace's Secrets with it."""
+        self.kubectl("delete", "-k", str(ROOT / "metacontroller" / "overlays" / self.overlay), "--wait", "--timeout=5m")
+
+    # --- reading -------------------------------------------------------------------
+
+    def kubectl(self, *args: str, check: bool = True, stdin: str | None = None) -> str:
+        result = self.stack.kubectl(*args, stdin=stdin)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+        return result.stdout if result.returncode == 0 else ""
+
+    def get(self, *args: str) -> Obj:
+        found: Obj = json.loads(self.kubectl("get", *args, "-o", "json"))
+        return found
+
+    def pods(self, namespace: str, selector: str) -> list[Obj]:
+        items: list[Obj] = self.get("pods", "-n", namespace, "-l", selector)["items"]
+        return items
+
+    def hooks_pods(self) -> list[Obj]:
+        return self.pods(HOOKS_NAMESPACE, "app.kubernetes.io/name=sharddb-hooks")
+
+    def events(self, namespace: str, reason: str) -> list[Obj]:
+        items: list[Obj] = self.get("events", "-n", namespace)["items"]
+        return [event for event in items if event.get("reason") == reason]
+
+    def run_pod(self, name: str, namespace: str, script: str, timeout: float = 60.0) -> tuple[str, str]:
+        """A pod of the test images that runs ``script`` once; its phase and its log."""
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "probe", "image": images.POSTGRES, "command": ["bash", "-c", script]}],
+            },
+        }
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+
+        def finished() -> str | None:
+            phase = self.get("pod", "-n", namespace, name).get("status", {}).get("phase")
+            return phase if phase in ("Succeeded", "Failed") else None
+
+        phase: str = wait_until(f"pod {namespace}/{name} to finish", finished, timeout=timeout)
+        log = self.kubectl("logs", "-n", namespace, name)
+        self.kubectl("delete", "pod", "-n", namespace, name, "--wait=false")
+        return phase, log
+
+
+def nodes_of(pods: list[Obj]) -> list[str]:
+    return sorted(pod["spec"].get("nodeName", "") for pod in pods)
+
+
+def cache_gone_before_shards(writes: list[Write], name: str) -> tuple[list[float], list[float]]:
+    """From the audit log: when a kubelet removed each cache pod, and when each shard pod was marked for deletion."""
+    cache_gone = [
+        w.at.timestamp()
+        for w in writes
+        if w.user.startswith("system:node:") and w.verb == "delete" and w.name.startswith(f"{name}-cache-")
+    ]
+    marked = [
+        w.at.timestamp()
+        for w in writes
+        if w.resource == "pods"
+        and w.verb == "delete"
+        and not w.user.startswith("system:node:")
+        and w.name.startswith(f"{name}-db-")
+    ]
+    return cache_gone, marked
+
+
+def settle(seconds: float) -> None:
+    time.sleep(seconds)

@@ -1,0 +1,61 @@
+"""The README's "Deploy on a cluster" steps, read from the README itself: the one source of what users run.
+
+Each step is a fenced ``sh`` block preceded by ``<!-- step: NAME -->``; the tier runs
+the blocks as written, in bash with ``set -euo pipefail``, from a scratch directory
+that links to the clone's folders the commands name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+SECTION = "## Deploy on a cluster"
+_STEP = re.compile(r"<!-- step: (?P<name>[a-z-]+) -->\s*\n\s*```sh\n(?P<body>.*?)\n\s*```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    script: str
+
+
+def deploy_steps(readme: Path = README) -> dict[str, Step]:
+    """Every named step of the section, its indentation (a list item's) removed."""
+    text = readme.read_text()
+    start = text.index(SECTION)
+    following = text.find("\n## ", start + len(SECTION))
+    section = text[start : following if following != -1 else len(text)]
+    steps: dict[str, Step] = {}
+    for match in _STEP.finditer(section):
+        lines = match["body"].splitlines()
+        indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
+        steps[match["name"]] = Step(match["name"], "\n".join(line[indent:] for line in lines) + "\n")
+    return steps
+
+
+def run_step(step: Step, *, kubeconfig: Path, workdir: Path, env: dict[str, str], timeout: float = 600.0) -> str:
+    """One step as a user runs it from a clone (``workdir`` links to the clone's folders, so the files a step
+    writes, such as the certificates, stay out of the repository); its words on failure."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for folder in ("metacontroller", "crds", "examples"):
+        link = workdir / folder
+        if not link.exists():
+            link.symlink_to(ROOT / folder)
+    result = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + step.script],
+        cwd=workdir,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig), **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"step {step.name} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result.stdout
