@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+DOCS_VENV ?= .venv-docs
+DOCS_BIN := $(DOCS_VENV)/bin
 PORT ?= 8080
 FLEET ?= 1,20
 BASELINE ?= 950cc8a
@@ -14,7 +16,7 @@ BASELINE_SETTINGS ?= f079df8
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e data installed nodebin images lint bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
+.PHONY: run render test unit e2e data installed nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -25,6 +27,13 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 	@echo "venv: ready" >&2
 
 venv: $(BIN)/.installed
+
+# The docs site's own venv (MkDocs and its theme, pinned), apart from the hooks' one.
+$(DOCS_BIN)/.installed: requirements-docs.txt
+	@echo "docs: creating $(DOCS_VENV) with the pinned requirements-docs.txt" >&2
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_BIN)/pip install --disable-pip-version-check -r requirements-docs.txt
+	touch $@
 
 ## Serve the hooks on http://127.0.0.1:$(PORT) (POST /sync, /finalize, /customize).
 run: venv
@@ -78,6 +87,16 @@ images: venv
 	@$(BIN)/python -m testbed.images >/dev/null
 	@$(BIN)/python -m testbed.product_images >/dev/null
 
+## Build the guide (docs/) into site/, strictly: a broken link or anchor, or a field reference
+## that differs from crds/sharddb.yaml, fails.
+docs: venv $(DOCS_BIN)/.installed
+	$(BIN)/python -m tools.api_reference --check
+	NO_MKDOCS_2_WARNING=1 $(DOCS_BIN)/mkdocs build --strict
+
+## Regenerate docs/api/reference.md from crds/sharddb.yaml.
+api-reference: venv
+	$(BIN)/python -m tools.api_reference
+
 lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed
 	$(BIN)/ruff format --check hooks tests bench tools testbed
@@ -85,7 +104,7 @@ lint: venv
 
 ## Build the Dockerfile with docker, podman or buildah, run it, and check it serves /healthz and /sync
 ## as a non-root user on a read-only root (PYTHON_IMAGE=… for another base; SAVE=FILE writes it as a
-## docker archive for docker load or ctr images import; see README, "The image").
+## docker archive for docker load or ctr images import; see docs/development/image.md).
 image: venv
 	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)") $(if $(SAVE),--save "$(SAVE)")
 
@@ -101,14 +120,14 @@ bench-upgrade: venv testbin
 	$(BIN)/python -m bench.fleet --upgrade $(UPGRADE) --baseline $(BASELINE)
 
 ## A change to one ShardDB beside idle fleets of IDLE ShardDBs: the baseline's and the current manifests'
-## resync period and client budget side by side (README: Metacontroller and write budgets; about 40 minutes).
+## resync period and client budget side by side (docs/operating/change-latency.md; about 40 minutes).
 bench-latency: venv testbin
 	$(BIN)/python -m bench.latency --idle $(IDLE) --baseline $(BASELINE_SETTINGS)
 
 ## The fault campaign: CHAOS_FLEET ShardDBs on two partitions through their whole life, without and then
-## with every component failing at random moments; fails when an invariant breaks (README: Reliability).
+## with every component failing at random moments; fails when an invariant breaks (docs/reliability/faults.md).
 chaos: venv testbin
 	$(BIN)/python -m bench.chaos --fleet $(CHAOS_FLEET)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(DOCS_VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis

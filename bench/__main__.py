@@ -1,4 +1,4 @@
-"""``python -m bench`` (``make bench``): hook vs floor, print the table, keep it in the README."""
+"""``python -m bench`` (``make bench``): hook vs floor, print the table, keep it in docs/reliability/performance.md."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per case (default 2)")
     parser.add_argument("--connections", type=int, default=8, help="concurrent connections (default 8)")
     parser.add_argument("--keep", type=Path, help="keep request bodies and scripts in this folder")
-    parser.add_argument("--no-publish", action="store_true", help="print only; leave README/RESULTS alone")
+    parser.add_argument("--no-publish", action="store_true", help="print only; leave the guide and RESULTS alone")
     args = parser.parse_args(argv)
     config = Config(
         sizes=tuple(int(x) for x in args.sizes.split(",")),

@@ -1,4 +1,4 @@
-"""The benchmark's markdown table, and keeping the latest one in the README."""
+"""The benchmark's markdown table, and keeping the latest one in the guide's performance page."""
 
 from __future__ import annotations
 
@@ -60,16 +60,19 @@ def table(results: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
+PAGE = Path("docs") / "reliability" / "performance.md"
+
+
 def publish(markdown: str, root: Path) -> Path:
-    """Replace the marked section of README.md; without markers, write bench/RESULTS.md."""
-    readme = root / "README.md"
-    if readme.exists():
-        text = readme.read_text()
+    """Replace the marked section of docs/reliability/performance.md; without markers, write bench/RESULTS.md."""
+    page = root / PAGE
+    if page.exists():
+        text = page.read_text()
         if START in text and END in text:
             head, rest = text.split(START, 1)
             _, tail = rest.split(END, 1)
-            readme.write_text(f"{head}{START}\n{markdown}{END}{tail}")
-            return readme
+            page.write_text(f"{head}{START}\n{markdown}{END}{tail}")
+            return page
     out = root / "bench" / "RESULTS.md"
     out.write_text("# Hook benchmark: latest results\n\n" + markdown)
     return out

@@ -65,7 +65,7 @@ def kustomize(target: Path) -> list[Obj]:
 
 
 def render_objects(overlay: Path, count: int) -> list[Obj]:
-    """The overlay with ``components/partitions-<count>`` added, the one step the README documents."""
+    """The overlay with ``components/partitions-<count>`` added: the one step of docs/installing/partitions.md."""
     with tempfile.TemporaryDirectory(prefix="sharddb-partitions-") as scratch:
         root = Path(scratch)
         kustomization = {

@@ -42,7 +42,7 @@ GATES = ("ready", "seeded", "registered")  # what the cache waits for, in the li
 # The clock reading every generated world is answered at: two hours after its objects were created.
 NOW = "2026-01-01T02:00:00Z"
 DEFAULT_GRACE = 120
-# Troubles that may pass by themselves (README's troubleshooting table): they wait for the grace.
+# Troubles that may pass by themselves (docs/api/status.md, Pods that wait to start): they wait for the grace.
 PASSING = frozenset({"Unschedulable", "CreateContainerConfigError"})
 MEMORIES = ("status", "annotation", "job")  # where a finished seed is remembered
 

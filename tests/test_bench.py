@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.report import END, START, publish, table
+from bench.report import END, PAGE, START, publish, table
 from bench.run import FLOOR, HOOK, HOOK_304, KINDS, Config, Results, run
 from bench.worlds import sync_request
 from hooks import kinds
@@ -70,14 +70,15 @@ def test_bench_table_lists_every_size_and_the_ratio(smoke: Results) -> None:
     assert "hook/floor" in markdown
 
 
-def test_bench_replaces_only_the_marked_readme_section(tmp_path: Path) -> None:
-    (tmp_path / "README.md").write_text(f"# Title\n\n{START}\nold table\n{END}\n\nMore text.\n")
+def test_bench_replaces_only_the_marked_section_of_the_performance_page(tmp_path: Path) -> None:
+    (tmp_path / PAGE).parent.mkdir(parents=True)
+    (tmp_path / PAGE).write_text(f"# Title\n\n{START}\nold table\n{END}\n\nMore text.\n")
     written = publish("new table\n", tmp_path)
-    assert written == tmp_path / "README.md"
+    assert written == tmp_path / PAGE
     assert written.read_text() == f"# Title\n\n{START}\nnew table\n{END}\n\nMore text.\n"
 
 
-def test_bench_without_readme_markers_writes_results_beside_the_bench(tmp_path: Path) -> None:
+def test_bench_without_page_markers_writes_results_beside_the_bench(tmp_path: Path) -> None:
     (tmp_path / "bench").mkdir()
     written = publish("new table\n", tmp_path)
     assert written == tmp_path / "bench" / "RESULTS.md"

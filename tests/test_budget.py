@@ -1,9 +1,9 @@
 """The resync period and client budget every shipped overlay and partition carries.
 
-Chosen from ``make bench-latency`` (README, "Metacontroller and write budgets"):
+Chosen from ``make bench-latency`` (docs/operating/write-budgets.md):
 each resync queues every ShardDB of an instance at once behind one GET each, so a
 change waits about N / QPS seconds when it lands in one. The values below are the
-specification; the rendered manifests and the README's settings table are held
+specification; the rendered manifests and the guide's settings table are held
 to them.
 """
 
@@ -28,7 +28,7 @@ METACONTROLLER_MAX_BACKOFF_SECONDS = 1000
 
 OVERLAYS = sorted(path.parent for path in (partitions.DEPLOY / "overlays").glob("*/kustomization.yaml"))
 TARGETS = [partitions.DEPLOY / "base", *OVERLAYS]
-README = (partitions.ROOT / "README.md").read_text()
+BUDGETS_PAGE = (partitions.ROOT / "docs" / "operating" / "write-budgets.md").read_text()
 
 
 @cache
@@ -72,8 +72,8 @@ def test_the_period_still_shortens_the_longest_retry_after_a_hook_outage() -> No
     assert RESYNC_SECONDS < METACONTROLLER_MAX_BACKOFF_SECONDS
 
 
-def test_the_readme_settings_table_states_the_shipped_values() -> None:
-    rows = {row.split("|")[1].strip(): row for row in README.splitlines() if row.startswith("| `")}
+def test_the_guide_settings_table_states_the_shipped_values() -> None:
+    rows = {row.split("|")[1].strip(): row for row in BUDGETS_PAGE.splitlines() if row.startswith("| `")}
     budget = rows["`--client-go-qps` / `--client-go-burst`"]
     assert re.search(rf"\b{QPS} / {BURST}\b", budget), budget
     assert re.search(rf"\b{RESYNC_SECONDS}\b", rows["`resyncPeriodSeconds` (CompositeController)"])

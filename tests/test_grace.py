@@ -21,7 +21,7 @@ from hooks.spec import DEFAULT_POD_START_GRACE_SECONDS, MAX_POD_START_GRACE_SECO
 from .hook import moment
 from .test_lifecycle import available, condition, rolling, snapshot, spec, sts
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+STATUS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "api" / "status.md"
 T0 = moment("2026-03-01T12:00:00Z")
 SCHEDULER = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
 
@@ -54,8 +54,8 @@ def test_every_trouble_the_hooks_recognise_has_exactly_one_class() -> None:
     assert not set(grace.WAITS_FOR) & grace.AT_ONCE
 
 
-def test_the_readme_says_which_troubles_wait_and_which_report_at_once() -> None:
-    section = README.read_text().split("### Pods that wait to start", 1)[1].split("\n## ", 1)[0]
+def test_the_guide_says_which_troubles_wait_and_which_report_at_once() -> None:
+    section = STATUS_PAGE.read_text().split("\n## Pods that wait to start", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(\w+)`[^|]*\| (waits for the grace|reported at once) \|", section, re.MULTILINE)
     assert {reason for reason, said in rows if said == "waits for the grace"} == set(grace.WAITS_FOR)
     assert {reason for reason, said in rows if said == "reported at once"} == grace.AT_ONCE

@@ -24,7 +24,7 @@ Obj = dict[str, Any]
 
 OVERLAYS = partitions.DEPLOY / "overlays"
 COUNTS = partitions.counts()
-README = (partitions.ROOT / "README.md").read_text()
+PARTITIONS_PAGE = (partitions.ROOT / "docs" / "installing" / "partitions.md").read_text()
 WRITE = {"create", "update", "patch", "delete"}
 READ = {"get", "list", "watch"}
 
@@ -141,7 +141,7 @@ def test_a_shared_metacontroller_restricted_as_documented_runs_none_of_them(coun
     assert not any(
         partitions.selects(selector, c["metadata"]["labels"]) for c in setup(count).of("CompositeController")
     )
-    assert f"--target-label-selector='{partitions.SHARED_SELECTOR}'" in README
+    assert f"--target-label-selector='{partitions.SHARED_SELECTOR}'" in PARTITIONS_PAGE
 
 
 @by_count

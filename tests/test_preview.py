@@ -30,7 +30,7 @@ WORKLOADS = ("StatefulSet", "Deployment")
 
 @cache
 def render(source: str, stage: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m hooks render`` from the repository root, as the README shows it."""
+    """``python -m hooks render`` from the repository root, as the guide shows it (docs/api/preview.md)."""
     args = [sys.executable, "-m", "hooks", "render", source, *(["--stage", stage] if stage else [])]
     return subprocess.run(args, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=60, check=False)
 

@@ -255,7 +255,7 @@ def test_no_answer_waits_on_a_periodic_resync(world: Observed) -> None:
     """Whatever time alone would change, the answer asks for its own call (``resyncAfterSeconds``) before it.
 
     So Metacontroller's periodic resync is needed for no decision; the shipped period
-    can be long (README, "Metacontroller and write budgets").
+    can be long (docs/operating/change-latency.md).
     """
     body = run(world.request, world.finalize)
     again = _fed_back(world, body)

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 MAX_SHARDS = 6
 CONVERGENCE_ROUNDS = 40
-# Troubles that may pass by themselves (README's troubleshooting table): they wait for the grace.
+# Troubles that may pass by themselves (docs/api/status.md, Pods that wait to start): they wait for the grace.
 PASSING = frozenset({"Unschedulable", "CreateContainerConfigError"})
 LEADS = {"db": "shard pods cannot start: ", "cache": "cache pods cannot start: "}
 

@@ -1,7 +1,7 @@
 """The preview pipes into ``kubectl apply --dry-run=server -f -`` and a real API server accepts it.
 
 Each example is rendered at stage ``available`` (every child a ShardDB ever has
-at once) into a namespace of the test's own, exactly as the README shows it:
+at once) into a namespace of the test's own, exactly as docs/api/preview.md shows it:
 ``python -m hooks render FILE | kubectl apply --dry-run=server -f -``.
 """
 

@@ -1,4 +1,4 @@
-"""Pods that cannot start, in the real kubelet's words, named in ``Degraded`` as the README says.
+"""Pods that cannot start, in the real kubelet's words, named in ``Degraded`` as docs/api/status.md says.
 
 Each ShardDB has one shard and no start grace, so what the kubelet reports is
 reported at once; each is deleted at the end of its test (nothing to drain).
