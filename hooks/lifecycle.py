@@ -80,13 +80,22 @@ class Decision:
     db_made: TemplateRecord = field(default_factory=TemplateRecord)
     cache_made: TemplateRecord = field(default_factory=TemplateRecord)
     newer_templates: tuple[str, ...] = ()
+    # While a child without a template record may lag an edit: the generation it is known to match.
+    unrecorded_generation: int | None = None
 
 
 def decide(snap: Snapshot) -> Decision:
     """The desired world for a snapshot; ``snap.finalizing`` selects teardown.
 
-    Deletion runs whatever the spec says (a paused ShardDB still tears down in order).
+    Every answer carries the memory of an edit a child without a template record still lags,
+    frozen or stopping ones too, so the edit rolls once the children may roll again.
     """
+    lags = templates.unrecorded_generation(snap.generation, snap.answered_generation, snap.unrecorded())
+    return replace(_decide(snap), unrecorded_generation=lags)
+
+
+def _decide(snap: Snapshot) -> Decision:
+    """Deletion runs whatever the spec says (a paused ShardDB still tears down in order)."""
     if snap.finalizing:
         return _finalize(snap)
     unfit = names.unfit(snap.name)
@@ -287,7 +296,8 @@ APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new va
 def _choose(
     snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], made: TemplateRecord
 ) -> templates.Choice:
-    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates)
+    edited = templates.edited(snap.generation, snap.answered_generation)
+    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates, edited=edited)
 
 
 def _made(snap: Snapshot, inputs: str) -> TemplateRecord:

@@ -121,42 +121,42 @@ def test_a_key_the_rendering_dropped_is_a_change_though_the_running_template_has
     """Metacontroller removes from the running template what its last answer had and this one lacks."""
     running = templates.Recorded(RUNNING, RUNNING, True, "abc", 1, None)
     lacking = {"spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}
-    assert templates.choose(running, lacking, "abc", None) == templates.Choice(RUNNING, waiting=True)
+    assert templates.choose(running, lacking, "abc", None, edited=False) == templates.Choice(RUNNING, waiting=True)
     unrecorded = templates.Recorded(RUNNING, RUNNING, False, "abc", 1, None)
-    assert templates.choose(unrecorded, lacking, "abc", None) == templates.Choice(lacking, waiting=False)
+    assert templates.choose(unrecorded, lacking, "abc", None, edited=False) == templates.Choice(lacking, waiting=False)
 
 
 def test_a_new_child_gets_the_rendered_template() -> None:
-    assert templates.choose(None, RENDERED, "abc", None) == templates.Choice(RENDERED, waiting=False)
+    assert templates.choose(None, RENDERED, "abc", None, edited=False) == templates.Choice(RENDERED, waiting=False)
 
 
 def test_a_child_already_on_the_rendered_template_keeps_it_without_waiting() -> None:
     same = templates.Recorded(RENDERED, RENDERED, True, None, None, None)
-    assert templates.choose(same, RENDERED, "abc", None) == templates.Choice(RENDERED, waiting=False)
+    assert templates.choose(same, RENDERED, "abc", None, edited=False) == templates.Choice(RENDERED, waiting=False)
 
 
 def test_an_unchanged_spec_keeps_the_running_template_and_says_a_newer_one_waits() -> None:
-    assert templates.choose(recorded(), RENDERED, "abc", None) == templates.Choice(RUNNING, waiting=True)
+    assert templates.choose(recorded(), RENDERED, "abc", None, edited=False) == templates.Choice(RUNNING, waiting=True)
 
 
 def test_a_spec_change_that_shapes_the_pods_applies_the_rendered_template() -> None:
-    assert templates.choose(recorded(), RENDERED, "def", None).template == RENDERED
+    assert templates.choose(recorded(), RENDERED, "def", None, edited=False).template == RENDERED
 
 
 def test_a_child_made_before_inputs_were_recorded_counts_as_made_from_the_current_spec() -> None:
-    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None).waiting
+    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, edited=False).waiting
 
 
 def test_a_new_apply_templates_value_applies_the_rendered_template_once() -> None:
-    assert templates.choose(recorded(applied=None), RENDERED, "abc", "monday").template == RENDERED
-    assert templates.choose(recorded(applied="monday"), RENDERED, "abc", "monday").waiting
+    assert templates.choose(recorded(applied=None), RENDERED, "abc", "monday", edited=False).template == RENDERED
+    assert templates.choose(recorded(applied="monday"), RENDERED, "abc", "monday", edited=False).waiting
 
 
 def test_a_release_whose_change_cannot_wait_rolls_what_an_older_epoch_made(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(templates, "EPOCH", 2)
-    assert templates.choose(recorded(epoch=1), RENDERED, "abc", None).template == RENDERED
-    assert templates.choose(recorded(epoch=None), RENDERED, "abc", None).template == RENDERED
-    assert templates.choose(recorded(epoch=2), RENDERED, "abc", None).waiting
+    assert templates.choose(recorded(epoch=1), RENDERED, "abc", None, edited=False).template == RENDERED
+    assert templates.choose(recorded(epoch=None), RENDERED, "abc", None, edited=False).template == RENDERED
+    assert templates.choose(recorded(epoch=2), RENDERED, "abc", None, edited=False).waiting
 
 
 # --- through the hook, answers fed back ---------------------------------------------------------------
