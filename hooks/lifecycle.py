@@ -198,12 +198,15 @@ def _sync(snap: Snapshot) -> Decision:
     # A running child keeps its template until its user asks for the one these hooks render.
     db_made = _made(snap, templates.inputs(spec, names.DB))
     cache_made = _made(snap, templates.inputs(spec, names.CACHE))
-    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), db_made)
+    edited = templates.edited(snap.generation, snap.answered_generation)
+    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), db_made, edited)
     db_template = db_choice.template
     cache_choice = templates.Choice({}, waiting=False)
     if cache is not None or gates_open:
         rendered = pods.cache_template(snap.name, spec)
-        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made)
+        # An older version held the cache's template while the shards rolled (they roll first).
+        lagging = edited or _shards_were_rolling(snap)
+        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made, lagging)
     cache_template = cache_choice.template
     newer = tuple(part for part, choice in (("shards", db_choice), ("cache", cache_choice)) if choice.waiting)
     rollout = _rollout(snap, shards, ready, all_registered, db_template, cache_template)
@@ -294,10 +297,16 @@ APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new va
 
 
 def _choose(
-    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], made: TemplateRecord
+    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], made: TemplateRecord, may_lag: bool
 ) -> templates.Choice:
-    edited = templates.edited(snap.generation, snap.answered_generation)
-    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates, edited=edited)
+    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates, may_lag=may_lag)
+
+
+def _shards_were_rolling(snap: Snapshot) -> bool:
+    """The shards roll, or the last answer said a rollout ran: a cache change may have waited for them."""
+    sts = snap.statefulset
+    rolling = sts is not None and not sts.rollout.settled(sts.replicas)
+    return rolling or any(c.type == "Progressing" and c.reason == ROLLING_UPDATE for c in snap.prior_conditions)
 
 
 def _made(snap: Snapshot, inputs: str) -> TemplateRecord:
@@ -343,6 +352,7 @@ def _rollout(
 
 
 COMPLETE = "Complete"  # Progressing's reason once everything asked for runs
+ROLLING_UPDATE = "RollingUpdate"  # Progressing's reason while a pod template rolls out
 
 
 def _stuck(failing: tuple[StuckPod, ...], component: str) -> bool:
@@ -377,13 +387,13 @@ def _progressing(
     if rollout.shards_rolling:
         waiting = "; the cache rolls after them" if rollout.cache_held else ""
         message = f"{rollout.shards_updated}/{shards} shards updated{waiting}"
-        return ConditionState("Progressing", True, "RollingUpdate", message)
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
     if rollout.cache_held:
         message = f"shards updated; the cache waits until all {shards} are ready and registered"
-        return ConditionState("Progressing", True, "RollingUpdate", message)
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
     if rollout.cache_rolling and snap.cache is not None:
         message = f"cache {snap.cache.rollout.updated}/{snap.spec.cache.replicas} replicas updated"
-        return ConditionState("Progressing", True, "RollingUpdate", message)
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
     return ConditionState("Progressing", False, COMPLETE, f"{shards} shards seeded, registered and cached")
 
 

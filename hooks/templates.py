@@ -8,8 +8,8 @@ template it runs until its user asks for a change: a spec change that shapes its
 wait (``EPOCH``). What a template was made from is recorded on the child itself.
 
 A child an older version made has no record. It counts as made from the current spec only
-while the spec is unchanged since the last answer (``edited``): an edit made after an upgrade
-and before the first answer that records the child still rolls.
+while the spec is unchanged since the last answer (``edited``) and that answer held nothing
+back: an edit made after an upgrade and before the first answer that records it still rolls.
 """
 
 from __future__ import annotations
@@ -94,13 +94,14 @@ def unrecorded_generation(generation: int, answered: int | None, unrecorded: boo
 
 
 def choose(
-    recorded: Recorded | None, rendered: dict[str, Any], made_from: str, asked: str | None, *, edited: bool
+    recorded: Recorded | None, rendered: dict[str, Any], made_from: str, asked: str | None, *, may_lag: bool
 ) -> Choice:
     """The rendered template where the user asked for a change (or nothing would change); else the one it runs.
 
-    A child made before inputs were recorded counts as made from the current spec only if the
-    spec is unchanged since the last answer (``edited`` false). After an edit nothing says
-    whether it shaped the pods: the user asked for a change, so it rolls rather than be lost.
+    A child made before inputs were recorded counts as made from the current spec unless it
+    ``may_lag`` it (the spec was edited since the last answer, or that answer held it back).
+    Nothing then says whether the change shaped its pods: the user asked for one, so it rolls
+    rather than be lost.
     """
     if recorded is None:
         return Choice(rendered, waiting=False)
@@ -109,7 +110,7 @@ def choose(
     unchanged = recorded.held == rendered if recorded.asked_before else contains(recorded.template, rendered)
     if unchanged:
         return Choice(rendered, waiting=False)
-    reshaped = recorded.inputs != made_from if recorded.inputs is not None else edited
+    reshaped = recorded.inputs != made_from if recorded.inputs is not None else may_lag
     requested = asked is not None and asked != recorded.applied
     overdue = (recorded.epoch if recorded.epoch is not None else 1) < EPOCH
     if reshaped or requested or overdue:

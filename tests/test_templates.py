@@ -121,41 +121,41 @@ def test_a_key_the_rendering_dropped_is_a_change_though_the_running_template_has
     """Metacontroller removes from the running template what its last answer had and this one lacks."""
     running = templates.Recorded(RUNNING, RUNNING, True, "abc", 1, None)
     lacking = {"spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}
-    assert templates.choose(running, lacking, "abc", None, edited=False) == templates.Choice(RUNNING, waiting=True)
+    assert templates.choose(running, lacking, "abc", None, may_lag=False) == templates.Choice(RUNNING, waiting=True)
     unrecorded = templates.Recorded(RUNNING, RUNNING, False, "abc", 1, None)
-    assert templates.choose(unrecorded, lacking, "abc", None, edited=False) == templates.Choice(lacking, waiting=False)
+    assert templates.choose(unrecorded, lacking, "abc", None, may_lag=False) == templates.Choice(lacking, waiting=False)
 
 
 def test_a_new_child_gets_the_rendered_template() -> None:
-    assert templates.choose(None, RENDERED, "abc", None, edited=False) == templates.Choice(RENDERED, waiting=False)
+    assert templates.choose(None, RENDERED, "abc", None, may_lag=False) == templates.Choice(RENDERED, waiting=False)
 
 
 def test_a_child_already_on_the_rendered_template_keeps_it_without_waiting() -> None:
     same = templates.Recorded(RENDERED, RENDERED, True, None, None, None)
-    assert templates.choose(same, RENDERED, "abc", None, edited=False) == templates.Choice(RENDERED, waiting=False)
+    assert templates.choose(same, RENDERED, "abc", None, may_lag=False) == templates.Choice(RENDERED, waiting=False)
 
 
 def test_an_unchanged_spec_keeps_the_running_template_and_says_a_newer_one_waits() -> None:
-    assert templates.choose(recorded(), RENDERED, "abc", None, edited=False) == templates.Choice(RUNNING, waiting=True)
+    assert templates.choose(recorded(), RENDERED, "abc", None, may_lag=False) == templates.Choice(RUNNING, waiting=True)
 
 
 def test_a_spec_change_that_shapes_the_pods_applies_the_rendered_template() -> None:
-    assert templates.choose(recorded(), RENDERED, "def", None, edited=False).template == RENDERED
+    assert templates.choose(recorded(), RENDERED, "def", None, may_lag=False).template == RENDERED
 
 
 def test_a_child_made_before_inputs_were_recorded_counts_as_made_from_an_unedited_spec() -> None:
-    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, edited=False).waiting
+    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=False).waiting
 
 
 def test_a_child_made_before_inputs_were_recorded_rolls_an_edit_made_since_the_last_answer() -> None:
-    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, edited=True) == templates.Choice(
+    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=True) == templates.Choice(
         RENDERED, waiting=False
     )
 
 
 def test_a_recorded_child_trusts_its_record_over_the_generation() -> None:
     """An edit that shapes no pod of a recorded child (a scale) leaves its template as it runs."""
-    assert templates.choose(recorded(), RENDERED, "abc", None, edited=True).waiting
+    assert templates.choose(recorded(), RENDERED, "abc", None, may_lag=True).waiting
 
 
 def test_the_spec_is_edited_when_the_parent_is_newer_than_the_last_answer_saw() -> None:
@@ -176,15 +176,15 @@ def test_the_status_remembers_what_a_child_without_a_record_lags_until_nothing_l
 
 
 def test_a_new_apply_templates_value_applies_the_rendered_template_once() -> None:
-    assert templates.choose(recorded(applied=None), RENDERED, "abc", "monday", edited=False).template == RENDERED
-    assert templates.choose(recorded(applied="monday"), RENDERED, "abc", "monday", edited=False).waiting
+    assert templates.choose(recorded(applied=None), RENDERED, "abc", "monday", may_lag=False).template == RENDERED
+    assert templates.choose(recorded(applied="monday"), RENDERED, "abc", "monday", may_lag=False).waiting
 
 
 def test_a_release_whose_change_cannot_wait_rolls_what_an_older_epoch_made(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(templates, "EPOCH", 2)
-    assert templates.choose(recorded(epoch=1), RENDERED, "abc", None, edited=False).template == RENDERED
-    assert templates.choose(recorded(epoch=None), RENDERED, "abc", None, edited=False).template == RENDERED
-    assert templates.choose(recorded(epoch=2), RENDERED, "abc", None, edited=False).waiting
+    assert templates.choose(recorded(epoch=1), RENDERED, "abc", None, may_lag=False).template == RENDERED
+    assert templates.choose(recorded(epoch=None), RENDERED, "abc", None, may_lag=False).template == RENDERED
+    assert templates.choose(recorded(epoch=2), RENDERED, "abc", None, may_lag=False).waiting
 
 
 # --- through the hook, answers fed back ---------------------------------------------------------------
@@ -352,3 +352,40 @@ def test_the_answer_to_an_edit_is_a_fixed_point_while_its_child_write_fails(upgr
     first = hook(upgraded.request(), upgraded.finalizing)
     upgraded.parent["status"] = {**first["status"], "observedGeneration": upgraded.parent["metadata"]["generation"]}
     assert hook(upgraded.request(), upgraded.finalizing) == first
+
+
+def test_a_cache_change_an_older_version_held_for_the_shards_rolls_after_them(hook: Hook) -> None:
+    """Upgraded mid-rollout: the older version had rolled the shards and held the cache, unrecorded."""
+    world = World(sharddb("shop", shards=3))
+    bring_up(world, hook)
+    world.edit_spec(dbImage="postgres:17", cache={"image": "redis:8", "replicas": 2})
+    step(world, hook)  # the shards roll first; the cache keeps redis:7
+    for obj in (world.statefulset(), world.cache()):
+        assert obj is not None
+        made_by_an_older_version(obj, recorded=False)
+    step(world, hook)
+    assert image(world.cache()) == "redis:7", "still after the shards"
+    world.run_statefulset()
+    step(world, hook)
+    assert image(world.cache()) == "redis:8"
+
+
+def test_a_cache_without_a_record_keeps_its_template_when_the_last_answer_rolled_nothing(
+    upgraded: World, hook: Hook
+) -> None:
+    """Only a rollout says a cache change may have waited; other progress (a pod starting) restarts no cache."""
+    progressing = next(c for c in upgraded.parent["status"]["conditions"] if c["type"] == "Progressing")
+    progressing.update(status="True", reason="PodsStarting")
+    cache = copy.deepcopy(upgraded.cache())
+    step(upgraded, hook)
+    assert cache is not None
+    assert upgraded.cache()["spec"] == cache["spec"]  # type: ignore[index]
+
+
+def test_a_cache_without_a_record_rolls_when_the_last_answer_said_a_rollout_ran(upgraded: World, hook: Hook) -> None:
+    """The shards rolled to the end while no hooks answered: the cache change they held back may still wait."""
+    progressing = next(c for c in upgraded.parent["status"]["conditions"] if c["type"] == "Progressing")
+    progressing.update(status="True", reason="RollingUpdate")
+    step(upgraded, hook)
+    assert OLD_DEFAULT not in env(upgraded.cache())
+    assert OLD_DEFAULT in env(upgraded.statefulset()), "the shards' template is the one their last answer asked for"
