@@ -80,13 +80,22 @@ class Decision:
     db_made: TemplateRecord = field(default_factory=TemplateRecord)
     cache_made: TemplateRecord = field(default_factory=TemplateRecord)
     newer_templates: tuple[str, ...] = ()
+    # While a child without a template record may lag an edit: the generation it is known to match.
+    unrecorded_generation: int | None = None
 
 
 def decide(snap: Snapshot) -> Decision:
     """The desired world for a snapshot; ``snap.finalizing`` selects teardown.
 
-    Deletion runs whatever the spec says (a paused ShardDB still tears down in order).
+    Every answer carries the memory of an edit a child without a template record still lags,
+    frozen or stopping ones too, so the edit rolls once the children may roll again.
     """
+    lags = templates.unrecorded_generation(snap.generation, snap.answered_generation, snap.unrecorded())
+    return replace(_decide(snap), unrecorded_generation=lags)
+
+
+def _decide(snap: Snapshot) -> Decision:
+    """Deletion runs whatever the spec says (a paused ShardDB still tears down in order)."""
     if snap.finalizing:
         return _finalize(snap)
     unfit = names.unfit(snap.name)
@@ -189,12 +198,15 @@ def _sync(snap: Snapshot) -> Decision:
     # A running child keeps its template until its user asks for the one these hooks render.
     db_made = _made(snap, templates.inputs(spec, names.DB))
     cache_made = _made(snap, templates.inputs(spec, names.CACHE))
-    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), db_made)
+    edited = templates.edited(snap.generation, snap.answered_generation)
+    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), db_made, edited)
     db_template = db_choice.template
     cache_choice = templates.Choice({}, waiting=False)
     if cache is not None or gates_open:
         rendered = pods.cache_template(snap.name, spec)
-        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made)
+        # An older version held the cache's template while the shards rolled (they roll first).
+        lagging = edited or _shards_were_rolling(snap)
+        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made, lagging)
     cache_template = cache_choice.template
     newer = tuple(part for part, choice in (("shards", db_choice), ("cache", cache_choice)) if choice.waiting)
     rollout = _rollout(snap, shards, ready, all_registered, db_template, cache_template)
@@ -285,9 +297,16 @@ APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new va
 
 
 def _choose(
-    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], made: TemplateRecord
+    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], made: TemplateRecord, may_lag: bool
 ) -> templates.Choice:
-    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates)
+    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates, may_lag=may_lag)
+
+
+def _shards_were_rolling(snap: Snapshot) -> bool:
+    """The shards roll, or the last answer said a rollout ran: a cache change may have waited for them."""
+    sts = snap.statefulset
+    rolling = sts is not None and not sts.rollout.settled(sts.replicas)
+    return rolling or any(c.type == "Progressing" and c.reason == ROLLING_UPDATE for c in snap.prior_conditions)
 
 
 def _made(snap: Snapshot, inputs: str) -> TemplateRecord:
@@ -333,6 +352,7 @@ def _rollout(
 
 
 COMPLETE = "Complete"  # Progressing's reason once everything asked for runs
+ROLLING_UPDATE = "RollingUpdate"  # Progressing's reason while a pod template rolls out
 
 
 def _stuck(failing: tuple[StuckPod, ...], component: str) -> bool:
@@ -367,13 +387,13 @@ def _progressing(
     if rollout.shards_rolling:
         waiting = "; the cache rolls after them" if rollout.cache_held else ""
         message = f"{rollout.shards_updated}/{shards} shards updated{waiting}"
-        return ConditionState("Progressing", True, "RollingUpdate", message)
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
     if rollout.cache_held:
         message = f"shards updated; the cache waits until all {shards} are ready and registered"
-        return ConditionState("Progressing", True, "RollingUpdate", message)
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
     if rollout.cache_rolling and snap.cache is not None:
         message = f"cache {snap.cache.rollout.updated}/{snap.spec.cache.replicas} replicas updated"
-        return ConditionState("Progressing", True, "RollingUpdate", message)
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
     return ConditionState("Progressing", False, COMPLETE, f"{shards} shards seeded, registered and cached")
 
 

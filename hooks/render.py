@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import names, pods
+from . import names, pods, templates
 from .applied import LAST_APPLIED, contains, last_applied
 from .lifecycle import Decision
 from .snapshot import Snapshot, TemplateRecord
@@ -56,7 +56,7 @@ def frozen(observed: list[Obj]) -> list[Obj]:
 
 
 def status(decision: Decision, conditions: list[Obj]) -> Obj:
-    return {
+    out: Obj = {
         "phase": decision.phase.value,
         "shards": decision.shards,
         "readyShards": decision.ready_shards,
@@ -70,6 +70,9 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
         "newerTemplates": ", ".join(decision.newer_templates) or "none",
         "conditions": conditions,
     }
+    if decision.unrecorded_generation is not None:
+        out[templates.UNRECORDED_GENERATION] = decision.unrecorded_generation
+    return out
 
 
 def _meta(name: str, parent: str, component: str, annotations: dict[str, str] | None = None) -> Obj:

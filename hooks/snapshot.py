@@ -174,6 +174,12 @@ class Snapshot:
     now: datetime | None = None
     # The user's request to apply the running hooks' templates (the ShardDB's apply-templates annotation).
     apply_templates: str | None = None
+    # The generation the last answer saw, as its status says (None: it says nothing); ``templates.edited``.
+    answered_generation: int | None = None
+
+    def unrecorded(self) -> bool:
+        """A running StatefulSet or cache Deployment carries no record of what its template was made from."""
+        return any(child is not None and child.made.inputs is None for child in (self.statefulset, self.cache))
 
     def seed_job(self, shards: int) -> SeedJobView | None:
         return next((job for job in self.seed_jobs if job.shards == shards), None)
@@ -278,6 +284,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         observed=observed,
         now=now,
         apply_templates=parent.metadata.annotations.get(names.APPLY_TEMPLATES_ANNOTATION),
+        answered_generation=_answered(parent.status),
     )
 
 
@@ -295,6 +302,22 @@ def _observed(children: Children) -> dict[tuple[str, str], int | None]:
         for child in (group or {}).values():
             found[(kind.kind, child.metadata.name)] = None
     return found
+
+
+def _answered(raw: dict[str, object] | None) -> int | None:
+    """The oldest generation the last answer's status says it saw: conditions, Metacontroller's, ours.
+
+    Every witness is of the same answer (the status is replaced whole), so they agree; where one
+    lags (an edit not yet on a child without a record), the older one keeps the edit to roll.
+    """
+    if not raw:
+        return None
+    listed = raw.get("conditions")
+    items = listed if isinstance(listed, list) else []
+    witnesses = [item.get("observedGeneration") for item in items if isinstance(item, dict)]
+    witnesses += [raw.get("observedGeneration"), raw.get(templates.UNRECORDED_GENERATION)]
+    seen = [value for value in witnesses if isinstance(value, int) and not isinstance(value, bool) and value >= 0]
+    return min(seen, default=None)
 
 
 def _prior_status(raw: dict[str, object] | None) -> tuple[int, tuple[Condition, ...]]:

@@ -6,6 +6,10 @@ every database of a fleet at once, unasked. So a StatefulSet or cache Deployment
 template it runs until its user asks for a change: a spec change that shapes its pods, the
 ``apply-templates`` annotation on the ShardDB, or a release whose template change cannot
 wait (``EPOCH``). What a template was made from is recorded on the child itself.
+
+A child an older version made has no record. It counts as made from the current spec only
+while the spec is unchanged since the last answer (``edited``) and that answer held nothing
+back: an edit made after an upgrade and before the first answer that records it still rolls.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ CACHE_DB_FIELDS = ("port",)  # the cache's pods are told the shards' port
 CACHE_IGNORED = ("replicas",)  # a count, not a shape
 # Recorded on a child made before inputs were, whose spec has changed since: it matches no spec.
 SUPERSEDED = "superseded"
+# The status field that remembers, while a child without a record may lag an edit, the generation it matches.
+UNRECORDED_GENERATION = "unrecordedGeneration"
 
 
 def inputs(spec: ShardDBSpec, component: str) -> str:
@@ -67,11 +73,35 @@ class Choice:
     waiting: bool  # a newer template than the one kept is held back
 
 
-def choose(recorded: Recorded | None, rendered: dict[str, Any], made_from: str, asked: str | None) -> Choice:
+def edited(generation: int, answered: int | None) -> bool:
+    """The spec changed since the last answer: the generation it saw is older than the parent's.
+
+    Without a status saying so, only the spec a ShardDB was created with (generation 1) is
+    known to have made its children; any later one may not have reached them.
+    """
+    return generation > (answered if answered is not None else 1)
+
+
+def unrecorded_generation(generation: int, answered: int | None, unrecorded: bool) -> int | None:
+    """The generation a child without a record is known to match, while an edit may not have reached it.
+
+    Metacontroller writes the status even where a child's write failed; kept there, the edit still
+    rolls at the next answer instead of the spec reading as unchanged. None once nothing lags.
+    """
+    if not unrecorded or not edited(generation, answered):
+        return None
+    return answered if answered is not None else 1
+
+
+def choose(
+    recorded: Recorded | None, rendered: dict[str, Any], made_from: str, asked: str | None, *, may_lag: bool
+) -> Choice:
     """The rendered template where the user asked for a change (or nothing would change); else the one it runs.
 
-    A child made before inputs were recorded counts as made from the current spec: when unsure,
-    keep what runs (the status says a newer template waits, and the annotation applies it).
+    A child made before inputs were recorded counts as made from the current spec unless it
+    ``may_lag`` it (the spec was edited since the last answer, or that answer held it back).
+    Nothing then says whether the change shaped its pods: the user asked for one, so it rolls
+    rather than be lost.
     """
     if recorded is None:
         return Choice(rendered, waiting=False)
@@ -80,7 +110,7 @@ def choose(recorded: Recorded | None, rendered: dict[str, Any], made_from: str, 
     unchanged = recorded.held == rendered if recorded.asked_before else contains(recorded.template, rendered)
     if unchanged:
         return Choice(rendered, waiting=False)
-    reshaped = recorded.inputs is not None and recorded.inputs != made_from
+    reshaped = recorded.inputs != made_from if recorded.inputs is not None else may_lag
     requested = asked is not None and asked != recorded.applied
     overdue = (recorded.epoch if recorded.epoch is not None else 1) < EPOCH
     if reshaped or requested or overdue:

@@ -136,6 +136,20 @@ def test_prior_conditions_are_read_from_the_parent_status() -> None:
     assert [c.type for c in seen.prior_conditions] == ["Available", "Progressing", "Degraded"]
 
 
+def test_the_generation_the_last_answer_saw_is_the_oldest_its_status_names() -> None:
+    world = available_world()
+    world.parent["status"].update(observedGeneration=4, unrecordedGeneration=2)
+    for condition in world.parent["status"]["conditions"]:
+        condition["observedGeneration"] = 4
+    assert snap(world.request()).answered_generation == 2
+
+
+def test_a_status_naming_no_generation_says_nothing_of_the_last_answer() -> None:
+    world = available_world()
+    world.parent["status"] = {"observedGeneration": "4", "conditions": [{"observedGeneration": True}, "junk"]}
+    assert snap(world.request()).answered_generation is None
+
+
 def test_unreadable_prior_status_is_ignored_not_refused() -> None:
     world = available_world()
     world.parent["status"] = {"seededShards": "many", "conditions": [{"type": 1}, "junk"]}

@@ -121,42 +121,70 @@ def test_a_key_the_rendering_dropped_is_a_change_though_the_running_template_has
     """Metacontroller removes from the running template what its last answer had and this one lacks."""
     running = templates.Recorded(RUNNING, RUNNING, True, "abc", 1, None)
     lacking = {"spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}
-    assert templates.choose(running, lacking, "abc", None) == templates.Choice(RUNNING, waiting=True)
+    assert templates.choose(running, lacking, "abc", None, may_lag=False) == templates.Choice(RUNNING, waiting=True)
     unrecorded = templates.Recorded(RUNNING, RUNNING, False, "abc", 1, None)
-    assert templates.choose(unrecorded, lacking, "abc", None) == templates.Choice(lacking, waiting=False)
+    assert templates.choose(unrecorded, lacking, "abc", None, may_lag=False) == templates.Choice(lacking, waiting=False)
 
 
 def test_a_new_child_gets_the_rendered_template() -> None:
-    assert templates.choose(None, RENDERED, "abc", None) == templates.Choice(RENDERED, waiting=False)
+    assert templates.choose(None, RENDERED, "abc", None, may_lag=False) == templates.Choice(RENDERED, waiting=False)
 
 
 def test_a_child_already_on_the_rendered_template_keeps_it_without_waiting() -> None:
     same = templates.Recorded(RENDERED, RENDERED, True, None, None, None)
-    assert templates.choose(same, RENDERED, "abc", None) == templates.Choice(RENDERED, waiting=False)
+    assert templates.choose(same, RENDERED, "abc", None, may_lag=False) == templates.Choice(RENDERED, waiting=False)
 
 
 def test_an_unchanged_spec_keeps_the_running_template_and_says_a_newer_one_waits() -> None:
-    assert templates.choose(recorded(), RENDERED, "abc", None) == templates.Choice(RUNNING, waiting=True)
+    assert templates.choose(recorded(), RENDERED, "abc", None, may_lag=False) == templates.Choice(RUNNING, waiting=True)
 
 
 def test_a_spec_change_that_shapes_the_pods_applies_the_rendered_template() -> None:
-    assert templates.choose(recorded(), RENDERED, "def", None).template == RENDERED
+    assert templates.choose(recorded(), RENDERED, "def", None, may_lag=False).template == RENDERED
 
 
-def test_a_child_made_before_inputs_were_recorded_counts_as_made_from_the_current_spec() -> None:
-    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None).waiting
+def test_a_child_made_before_inputs_were_recorded_counts_as_made_from_an_unedited_spec() -> None:
+    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=False).waiting
+
+
+def test_a_child_made_before_inputs_were_recorded_rolls_an_edit_made_since_the_last_answer() -> None:
+    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=True) == templates.Choice(
+        RENDERED, waiting=False
+    )
+
+
+def test_a_recorded_child_trusts_its_record_over_the_generation() -> None:
+    """An edit that shapes no pod of a recorded child (a scale) leaves its template as it runs."""
+    assert templates.choose(recorded(), RENDERED, "abc", None, may_lag=True).waiting
+
+
+def test_the_spec_is_edited_when_the_parent_is_newer_than_the_last_answer_saw() -> None:
+    assert templates.edited(5, answered=4)
+    assert not templates.edited(4, answered=4)
+
+
+def test_without_a_status_only_a_never_edited_sharddb_counts_as_unedited() -> None:
+    assert not templates.edited(1, answered=None)
+    assert templates.edited(2, answered=None)
+
+
+def test_the_status_remembers_what_a_child_without_a_record_lags_until_nothing_lags() -> None:
+    assert templates.unrecorded_generation(5, answered=4, unrecorded=True) == 4
+    assert templates.unrecorded_generation(5, answered=None, unrecorded=True) == 1
+    assert templates.unrecorded_generation(4, answered=4, unrecorded=True) is None
+    assert templates.unrecorded_generation(5, answered=4, unrecorded=False) is None
 
 
 def test_a_new_apply_templates_value_applies_the_rendered_template_once() -> None:
-    assert templates.choose(recorded(applied=None), RENDERED, "abc", "monday").template == RENDERED
-    assert templates.choose(recorded(applied="monday"), RENDERED, "abc", "monday").waiting
+    assert templates.choose(recorded(applied=None), RENDERED, "abc", "monday", may_lag=False).template == RENDERED
+    assert templates.choose(recorded(applied="monday"), RENDERED, "abc", "monday", may_lag=False).waiting
 
 
 def test_a_release_whose_change_cannot_wait_rolls_what_an_older_epoch_made(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(templates, "EPOCH", 2)
-    assert templates.choose(recorded(epoch=1), RENDERED, "abc", None).template == RENDERED
-    assert templates.choose(recorded(epoch=None), RENDERED, "abc", None).template == RENDERED
-    assert templates.choose(recorded(epoch=2), RENDERED, "abc", None).waiting
+    assert templates.choose(recorded(epoch=1), RENDERED, "abc", None, may_lag=False).template == RENDERED
+    assert templates.choose(recorded(epoch=None), RENDERED, "abc", None, may_lag=False).template == RENDERED
+    assert templates.choose(recorded(epoch=2), RENDERED, "abc", None, may_lag=False).waiting
 
 
 # --- through the hook, answers fed back ---------------------------------------------------------------
@@ -249,3 +277,115 @@ def test_a_recorded_child_keeps_its_template_through_a_later_upgrade(hook: Hook)
     answer = step(world, hook)
     assert world.statefulset()["metadata"]["generation"] == generation  # type: ignore[index]
     assert answer["status"]["newerTemplates"] == "shards"
+
+
+# --- an edit made after an upgrade, before the first answer ---------------------------------------
+
+
+def image(obj: Obj | None) -> str:
+    assert obj is not None
+    found: str = obj["spec"]["template"]["spec"]["containers"][0]["image"]
+    return found
+
+
+def test_an_edit_before_the_first_answer_after_an_upgrade_rolls_the_shards(upgraded: World, hook: Hook) -> None:
+    upgraded.edit_spec(dbImage="postgres:17")
+    answer = step(upgraded, hook)
+    assert image(upgraded.statefulset()) == "postgres:17"
+    assert OLD_DEFAULT not in env(upgraded.statefulset()), "it rolls with today's template"
+    assert answer["status"]["newerTemplates"] == "none"
+
+
+def test_an_edit_before_the_first_answer_after_an_upgrade_reaches_the_cache_after_the_shards(
+    upgraded: World, hook: Hook
+) -> None:
+    upgraded.edit_spec(cache={"image": "redis:8", "replicas": 2})
+    step(upgraded, hook)
+    assert image(upgraded.cache()) == "redis:7", "the cache rolls after the shards"
+    upgraded.run_statefulset()
+    step(upgraded, hook)
+    assert image(upgraded.cache()) == "redis:8"
+
+
+def test_an_edit_that_shapes_no_pod_still_rolls_a_child_without_a_record(upgraded: World, hook: Hook) -> None:
+    """Nothing says what the edit changed: an unasked roll is the price of never losing an edit."""
+    upgraded.edit_spec(podStartGraceSeconds=30)
+    step(upgraded, hook)
+    assert OLD_DEFAULT not in env(upgraded.statefulset())
+
+
+def test_a_stale_parent_records_the_spec_it_shows_and_the_newer_spec_rolls_next(upgraded: World, hook: Hook) -> None:
+    stale = copy.deepcopy(upgraded.parent)
+    upgraded.edit_spec(dbImage="postgres:17")
+    fresh, upgraded.parent = upgraded.parent, stale
+    step(upgraded, hook)
+    assert image(upgraded.statefulset()) == "postgres:16", "the stale parent shows no edit"
+    fresh["status"], upgraded.parent = upgraded.parent["status"], fresh  # its status, written over the fresh one
+    step(upgraded, hook)
+    assert image(upgraded.statefulset()) == "postgres:17"
+
+
+def test_an_edit_still_rolls_after_the_child_write_failed(upgraded: World, hook: Hook) -> None:
+    """Metacontroller writes the status even where the children's writes fail."""
+    upgraded.edit_spec(dbImage="postgres:17")
+    answer = hook(upgraded.request(), upgraded.finalizing)
+    upgraded.parent["status"] = {**answer["status"], "observedGeneration": upgraded.parent["metadata"]["generation"]}
+    assert image(upgraded.statefulset()) == "postgres:16"
+    step(upgraded, hook)
+    assert image(upgraded.statefulset()) == "postgres:17"
+
+
+def test_the_memory_of_a_lagging_edit_goes_once_the_children_record_their_templates(
+    upgraded: World, hook: Hook
+) -> None:
+    upgraded.edit_spec(dbImage="postgres:17")
+    assert step(upgraded, hook)["status"][templates.UNRECORDED_GENERATION] == 1
+    assert templates.UNRECORDED_GENERATION not in step(upgraded, hook)["status"]
+
+
+def test_an_unedited_sharddb_writes_no_memory_of_a_lagging_edit(upgraded: World, hook: Hook) -> None:
+    assert templates.UNRECORDED_GENERATION not in step(upgraded, hook)["status"]
+
+
+def test_the_answer_to_an_edit_is_a_fixed_point_while_its_child_write_fails(upgraded: World, hook: Hook) -> None:
+    upgraded.edit_spec(dbImage="postgres:17")
+    first = hook(upgraded.request(), upgraded.finalizing)
+    upgraded.parent["status"] = {**first["status"], "observedGeneration": upgraded.parent["metadata"]["generation"]}
+    assert hook(upgraded.request(), upgraded.finalizing) == first
+
+
+def test_a_cache_change_an_older_version_held_for_the_shards_rolls_after_them(hook: Hook) -> None:
+    """Upgraded mid-rollout: the older version had rolled the shards and held the cache, unrecorded."""
+    world = World(sharddb("shop", shards=3))
+    bring_up(world, hook)
+    world.edit_spec(dbImage="postgres:17", cache={"image": "redis:8", "replicas": 2})
+    step(world, hook)  # the shards roll first; the cache keeps redis:7
+    for obj in (world.statefulset(), world.cache()):
+        assert obj is not None
+        made_by_an_older_version(obj, recorded=False)
+    step(world, hook)
+    assert image(world.cache()) == "redis:7", "still after the shards"
+    world.run_statefulset()
+    step(world, hook)
+    assert image(world.cache()) == "redis:8"
+
+
+def test_a_cache_without_a_record_keeps_its_template_when_the_last_answer_rolled_nothing(
+    upgraded: World, hook: Hook
+) -> None:
+    """Only a rollout says a cache change may have waited; other progress (a pod starting) restarts no cache."""
+    progressing = next(c for c in upgraded.parent["status"]["conditions"] if c["type"] == "Progressing")
+    progressing.update(status="True", reason="PodsStarting")
+    cache = copy.deepcopy(upgraded.cache())
+    step(upgraded, hook)
+    assert cache is not None
+    assert upgraded.cache()["spec"] == cache["spec"]  # type: ignore[index]
+
+
+def test_a_cache_without_a_record_rolls_when_the_last_answer_said_a_rollout_ran(upgraded: World, hook: Hook) -> None:
+    """The shards rolled to the end while no hooks answered: the cache change they held back may still wait."""
+    progressing = next(c for c in upgraded.parent["status"]["conditions"] if c["type"] == "Progressing")
+    progressing.update(status="True", reason="RollingUpdate")
+    step(upgraded, hook)
+    assert OLD_DEFAULT not in env(upgraded.cache())
+    assert OLD_DEFAULT in env(upgraded.statefulset()), "the shards' template is the one their last answer asked for"

@@ -4,7 +4,9 @@ The older version is a revision of this repository whose shard and cache templat
 differ from today's (its default drain ran ``pg_ctl stop``), run from ``git archive``
 as the fleet benchmark runs its baseline, on a stack of its own. After the upgrade
 (today's CRD, CompositeController and hooks on the same URLs) nothing that holds pods
-is rewritten until a user asks: a spec change, or the apply-templates annotation.
+is rewritten until a user asks: a spec change, or the apply-templates annotation. One
+ShardDB is edited while no hooks answer, so today's hooks see the edit before any answer
+of theirs recorded what its children were made from: the edit still rolls.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from .sharddbs import ShardDBs, condition, is_true, wait_until
 # main before the drain stopped calling pg_ctl: its shard template differs from today's (its cache's does not).
 OLDER = "8d05697"
 NAMES = ("kept", "asked", "edited")
+RUSHED = "rushed"  # edited between the older hooks' last answer and today's first one
+RUSHED_IMAGE = "postgres:17"
 Obj = dict[str, Any]
 
 
@@ -49,17 +53,24 @@ def older() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def upgraded(older: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Stack, ShardDBs, dict[str, Obj]]]:
-    """Three ShardDBs Available under the older hooks; then today's hooks; what each held before."""
+    """Four ShardDBs Available under the older hooks; then today's hooks; what each held before.
+
+    ``RUSHED`` is edited while neither version answers (a hooks rollout triggers no sync, so at
+    the shipped resync an edit lands there for up to ten minutes): today's hooks answer it first.
+    """
     stack = start_stack(StackOptions(checkout=older, isolated=True, resync_seconds=RESYNC_SECONDS))
     plane = stack.control_plane
     kube = Kube(plane.url, plane.token, plane.ca_file, plane.kubeconfig)
     try:
         sharddbs = ShardDBs(kube, new_namespace(kube, request))
-        for name in NAMES:
+        for name in (*NAMES, RUSHED):
             sharddbs.create(name)
-        for name in NAMES:
+        for name in (*NAMES, RUSHED):
             sharddbs.available(name, timeout=120)
-        before = {name: _state(sharddbs, name) for name in NAMES}
+        before = {name: _state(sharddbs, name) for name in (*NAMES, RUSHED)}
+        stack.stop_hooks()
+        response = sharddbs.patch(RUSHED, {"dbImage": RUSHED_IMAGE})
+        assert response.status_code == 200, response.text
         stack.replace_hooks(ROOT)
         yield stack, sharddbs, before
     finally:
@@ -96,9 +107,13 @@ def _wait_complete(sharddbs: ShardDBs, name: str) -> None:
     wait_until(f"{name}'s rollout to complete", done, 180)
 
 
+def _shard_container(sharddbs: ShardDBs, name: str) -> Obj:
+    found: Obj = sharddbs.child("StatefulSet", f"{name}-db")["spec"]["template"]["spec"]["containers"][0]
+    return found
+
+
 def _drain(sharddbs: ShardDBs, name: str) -> list[str]:
-    template = sharddbs.child("StatefulSet", f"{name}-db")["spec"]["template"]
-    found: list[str] = template["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
+    found: list[str] = _shard_container(sharddbs, name)["lifecycle"]["preStop"]["exec"]["command"]
     return found
 
 
@@ -113,7 +128,9 @@ def test_upgraded_hooks_restart_no_pod_and_write_no_template(upgraded: tuple[Sta
         assert is_true(sharddbs.get(name), "Available")
         _wait_newer(sharddbs, name, "shards")
     deleted = [
-        w for w in stack.audit.since(mark, namespace=sharddbs.namespace) if w.resource == "pods" and w.verb == "delete"
+        w
+        for w in stack.audit.since(mark, namespace=sharddbs.namespace)
+        if w.resource == "pods" and w.verb == "delete" and not w.name.startswith(f"{RUSHED}-")  # it was edited
     ]
     assert deleted == []
 
@@ -142,3 +159,21 @@ def test_a_spec_change_rolls_with_todays_template(upgraded: tuple[Stack, ShardDB
     _wait_complete(sharddbs, "edited")
     assert _newer(sharddbs, "edited") == "none"
     assert _state(sharddbs, "edited")["deployment"] == before["edited"]["deployment"], "the cache's spec is unchanged"
+
+
+def test_an_edit_before_the_first_answer_after_the_upgrade_rolls(
+    upgraded: tuple[Stack, ShardDBs, dict[str, Obj]],
+) -> None:
+    _, sharddbs, before = upgraded
+    wait_until(
+        f"{RUSHED}'s shards rolled to {RUSHED_IMAGE}",
+        lambda: _shard_container(sharddbs, RUSHED)["image"] == RUSHED_IMAGE,
+        120,
+    )
+    assert _drain(sharddbs, RUSHED) == list(DEFAULT_DRAIN_COMMAND), "it rolls with today's template"
+    _wait_complete(sharddbs, RUSHED)
+    pods = {p["metadata"]["uid"] for p in sharddbs.pods(RUSHED, "db")}
+    assert not pods & set(before[RUSHED]["pods"]), "every shard restarted onto the edit"
+    assert all(p["spec"]["containers"][0]["image"] == RUSHED_IMAGE for p in sharddbs.pods(RUSHED, "db"))
+    assert _newer(sharddbs, RUSHED) == "none"
+    assert "unrecordedGeneration" not in sharddbs.get(RUSHED)["status"], "the children record what made them"
