@@ -19,6 +19,7 @@ other node's pods. Beside the nodes, the parts every cluster runs:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from testbed import images
+from testbed import images, kube_router
 from testbed.controlplane import ControlPlane, ControlPlaneError
 from testbed.realnode import (
     CLUSTER_BRIDGE,
@@ -46,6 +47,7 @@ from testbed.server import free_port
 DNS_USER = "system:coredns"
 PROVISIONER_USER = "system:local-path-provisioner"
 POLICY_USER = "system:kube-router"
+SERVICE_CIDR = "10.0.0.0/20"  # the API server's --service-cluster-ip-range
 STORAGE_CLASS = "standard"
 SHARED_STORAGE_CLASS = "shared"
 PROVISIONER = "rancher.io/local-path"
@@ -159,25 +161,9 @@ class Cluster:
 
     def _policy_agent(self, member: RealNode) -> None:
         """kube-router's NetworkPolicy controller alone, in the node's namespaces (its iptables)."""
-        member.spawn(
-            "kube-router",
-            [
-                str(self.node_bin / "kube-router"),
-                f"--kubeconfig={self.plane.kubeconfig_for(POLICY_USER, from_node=True)}",
-                f"--hostname-override={member.name}",
-                "--run-firewall=true",
-                "--run-router=false",
-                "--run-service-proxy=false",
-                "--run-loadbalancer=false",
-                "--enable-cni=false",
-                "--enable-ipv6=false",
-                "--service-cluster-ip-range=10.0.0.0/20",
-                "--health-port=0",
-                "--v=1",
-            ],
-            # kube-router takes its node's name from NODE_NAME before --hostname-override.
-            env={"NODE_NAME": member.name, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-        )
+        kubeconfig = self.plane.kubeconfig_for(POLICY_USER, from_node=True)
+        command = kube_router.firewall_command(self.node_bin / "kube-router", kubeconfig, member.name, SERVICE_CIDR)
+        member.spawn("kube-router", command, env={**kube_router.firewall_env(member.name), "PATH": os.environ["PATH"]})
 
     def _provisioner(self) -> None:
         """local-path-provisioner twice, as kind runs it: node-bound ``standard`` (default) and ``shared``."""

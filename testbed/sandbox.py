@@ -36,6 +36,9 @@ TOOLS = {
     "containerd": "containerd",
     "runc": "runc",
     "ctr": "containerd",
+    "nsenter": "util-linux",
+    "ipset": "ipset",
+    "docker-registry": "docker-registry",
 }
 CNI_BIN = Path("/usr/lib/cni")
 _PR_SET_PDEATHSIG = 1

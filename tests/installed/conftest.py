@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -97,3 +97,20 @@ def production(
     installed.install()
     yield installed
     installed.uninstall()
+
+
+_reports: list[str] = []
+Report = Callable[[str], None]
+
+
+@pytest.fixture
+def report(request: pytest.FixtureRequest) -> Report:
+    """A line for the session's summary: what an operation on the installed product took."""
+    return lambda line: _reports.append(f"{request.node.name}: {line}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _reports:
+        terminalreporter.section("the installed product on three real nodes")
+        for line in _reports:
+            terminalreporter.write_line(line)

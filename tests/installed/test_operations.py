@@ -1,7 +1,8 @@
-"""Rolling the hooks Deployment of an installed product while Metacontroller is at work: no call fails, order holds."""
+"""Operating the installed product while Metacontroller is at work: rolling the hooks, deleting pods, an outage."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -9,10 +10,12 @@ import yaml
 
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
-from .installs import HOOKS_NAMESPACE, Install, cache_gone_before_shards
+from .conftest import Report
+from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, cache_gone_before_shards
 
 pytestmark = pytest.mark.installed
 NAMESPACE = "rolling"
+OUTAGE_SECONDS = 15
 TAGS = ("ghcr.io/example/sharddb-hooks:0.1.1", "ghcr.io/example/sharddb-hooks:0.1.0")
 
 
@@ -66,3 +69,35 @@ def _available(install: Install, name: str) -> bool:
     return any(
         c["type"] == "Available" and c["status"] == "True" for c in found.get("status", {}).get("conditions", [])
     )
+
+
+def test_a_bring_up_resumes_after_a_hooks_pod_and_the_metacontroller_pod_are_deleted(
+    install: Install, report: Report
+) -> None:
+    began = time.monotonic()
+    create(install, "killed")
+    hooks = install.hooks_pods()[0]["metadata"]["name"]
+    install.kubectl("-n", HOOKS_NAMESPACE, "delete", "pod", hooks, "--wait=false")
+    install.kubectl("-n", METACONTROLLER_NAMESPACE, "delete", "pod", "metacontroller-0", "--wait=false")
+    wait_until("killed Available", lambda: _available(install, "killed"), 300)
+    report(
+        f"Available {time.monotonic() - began:.1f} s after create; "
+        f"SyncError events {len(sync_errors(install, 'killed'))}"
+    )
+    assert _available(install, "killed")
+
+
+def test_every_hooks_replica_down_then_back_brings_a_waiting_sharddb_up(install: Install, report: Report) -> None:
+    install.kubectl("-n", HOOKS_NAMESPACE, "scale", "deployment/sharddb-hooks", "--replicas=0")
+    wait_until("no hooks pod", lambda: not install.hooks_pods(), 120)
+    create(install, "outage")
+    time.sleep(OUTAGE_SECONDS)
+    install.kubectl("-n", HOOKS_NAMESPACE, "scale", "deployment/sharddb-hooks", "--replicas=3")
+    install.kubectl("-n", HOOKS_NAMESPACE, "rollout", "status", "deployment/sharddb-hooks", "--timeout=5m")
+    back = time.monotonic()
+    wait_until("outage Available", lambda: _available(install, "outage"), 600)
+    report(
+        f"hooks down {OUTAGE_SECONDS} s; Available {time.monotonic() - back:.1f} s after they were back; "
+        f"SyncError events {len(sync_errors(install, 'outage'))}"
+    )
+    assert sync_errors(install, "outage"), "no call failed while every hooks replica was down"
