@@ -9,6 +9,9 @@ from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, cache_
 
 pytestmark = pytest.mark.installed
 NAME = "demo"
+# One TCP connection to the hooks' Service, as a client outside the cluster's policy sees it.
+HOOKS = "/dev/tcp/sharddb-hooks.sharddb-system.svc/443"
+CONNECT = f"timeout 5 bash -c 'echo > {HOOKS}' 2>/dev/null && echo reached || echo refused"
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +69,14 @@ def test_shards_and_cache_spread_over_the_three_nodes(install: Install) -> None:
 
 @pytest.mark.usefixtures("available")
 def test_a_pod_outside_metacontrollers_namespace_cannot_reach_the_hooks(install: Install) -> None:
-    script = "timeout 5 bash -c 'echo > /dev/tcp/sharddb-hooks.sharddb-system.svc/443' && echo reached || echo refused"
+    script = CONNECT
     phase, log = install.run_pod("probe-outside", "default", script)
     assert (phase, log.strip()) == ("Succeeded", "refused")
 
 
 @pytest.mark.usefixtures("available")
 def test_a_pod_in_metacontrollers_namespace_reaches_the_hooks(install: Install) -> None:
-    script = "timeout 5 bash -c 'echo > /dev/tcp/sharddb-hooks.sharddb-system.svc/443' && echo reached || echo refused"
+    script = CONNECT
     phase, log = install.run_pod("probe-inside", METACONTROLLER_NAMESPACE, script)
     assert (phase, log.strip()) == ("Succeeded", "reached")
 
