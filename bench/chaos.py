@@ -8,7 +8,8 @@ faults (``testbed.faults``) come at random moments, one or two at once, from the
 first phase to the last; before the deletion they stop for a while, and the
 fleet must recover, stay Available and cost Metacontroller no write. The
 invariants (``testbed.invariants``) are judged over every change the API server
-stored (``testbed.history``) and over its audit log. Without ``--faults-only``,
+stored (``testbed.history``) and over its audit log (no pod deleted by the node
+unless someone marked it for deletion first). Without ``--faults-only``,
 the same workload first runs without faults, for the phase times side by side.
 """
 
@@ -29,7 +30,7 @@ import httpx
 from testbed.audit import Write
 from testbed.faults import Faults, Injected, Schedule, Supervisor, Timing
 from testbed.history import History
-from testbed.invariants import Violation, check, degraded_after, longest_unavailable
+from testbed.invariants import Violation, check, degraded_after, longest_unavailable, unmarked_deletions
 from testbed.node import Behaviour
 from testbed.stack import Stack, StackOptions
 
@@ -224,6 +225,8 @@ def run(options: Options, progress: Progress) -> Campaign:
         supervisor.stop()
         workload.close()
         history.stop()
+        # The audit log goes with the stack: who deleted which pod is judged first.
+        campaign.violations += unmarked_deletions(stack.audit.writes())
         stack.stop()
     changes = history.changes()
     campaign.injected = list(schedule.injected)

@@ -19,6 +19,7 @@ import pytest
 
 from testbed.audit import tally
 from testbed.controlplane import ControlPlaneError, build_binaries
+from testbed.invariants import unmarked_deletions
 from testbed.node import Behaviour
 from testbed.stack import Stack, StackOptions
 
@@ -63,6 +64,9 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
     running = start_stack(StackOptions(resync_seconds=RESYNC_SECONDS, behaviour=Behaviour()))
     try:
         yield running
+        # Each test's namespace is judged at its end; this judges what came after, over the whole log.
+        found = unmarked_deletions(running.audit.writes())
+        assert not found, "a node deleted pods nobody marked for deletion:\n" + "\n".join(map(str, found))
     finally:
         running.stop()
 
@@ -87,12 +91,22 @@ def new_namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A namespace of its own; at the end, Metacontroller's writes in it are recorded for the session summary."""
+    """A namespace of its own; at the end, Metacontroller's writes in it are recorded for the session summary.
+
+    Its pods are then judged by the audit log: none was deleted by the node unless marked first.
+    """
     name = new_namespace(kube, request)
     mark = stack.audit.mark()
     yield name
     writes = stack.metacontroller_writes(mark, namespace=name)
     _costs.append((request.node.name, len(writes), tally(writes)))
+    assert_no_unmarked_deletions(stack, mark, name)
+
+
+def assert_no_unmarked_deletions(stack: Stack, mark: int, namespace: str) -> None:
+    """No pod of ``namespace`` deleted by a node after ``mark`` unless someone else marked it for deletion first."""
+    found = unmarked_deletions(stack.audit.since(mark, namespace=namespace))
+    assert not found, "a node deleted pods nobody marked for deletion:\n" + "\n".join(map(str, found))
 
 
 @pytest.fixture
