@@ -302,7 +302,7 @@ class NodeAgent:
                 item = heapq.heappop(self._queue)
                 pod = acted_on(self._pods.get(item.key), item.uid, item.action)
             if pod is None:
-                log.debug(
+                log.info(
                     "%s %s (uid %s): that pod is gone or not marked for deletion; dropped",
                     item.action,
                     item.key,

@@ -13,6 +13,8 @@ from hypothesis import settings as hypothesis_settings
 from hooks.service.app import create_app
 from testbed.server import serve
 
+pytest_plugins = ("tests.evidence",)  # a failing test on a real stack keeps its logs (.evidence/)
+
 
 @pytest.fixture
 def asgi() -> Iterator[TestClient]:

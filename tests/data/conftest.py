@@ -23,8 +23,9 @@ from testbed.audit import tally
 from testbed.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
+from .. import evidence
 from ..cluster.kube import Kube
-from ..e2e.conftest import assert_no_unmarked_deletions, summarize
+from ..e2e.conftest import assert_no_unmarked_deletions, stack_source, summarize
 from ..e2e.conftest import kube as kube  # the same client, on this tier's stack
 from ..e2e.sharddbs import ShardDBs
 from .cluster import Cluster
@@ -61,7 +62,8 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
     assert running.node is not None
     _reports.append("node start: " + ", ".join(f"{k} {v:.1f} s" for k, v in running.node.timings.items()))
     try:
-        yield running
+        with evidence.watched(pytestconfig, stack_source(running)):
+            yield running
     finally:
         running.stop()
 

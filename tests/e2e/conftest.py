@@ -23,6 +23,7 @@ from testbed.invariants import unmarked_deletions
 from testbed.node import Behaviour
 from testbed.stack import Stack, StackOptions
 
+from .. import evidence
 from ..cluster.kube import Kube
 from .sharddbs import ShardDBs
 
@@ -63,7 +64,8 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         pytest.fail(f"end-to-end tier: {error}", pytrace=False)
     running = start_stack(StackOptions(resync_seconds=RESYNC_SECONDS, behaviour=Behaviour()))
     try:
-        yield running
+        with evidence.watched(pytestconfig, stack_source(running)):
+            yield running
         # Each test's namespace is judged at its end; this judges what came after, over the whole log.
         found = unmarked_deletions(running.audit.writes())
         assert not found, "a node deleted pods nobody marked for deletion:\n" + "\n".join(map(str, found))
@@ -79,6 +81,12 @@ def kube(stack: Stack) -> Iterator[Kube]:
         yield client
     finally:
         client.close()
+
+
+def stack_source(stack: Stack) -> evidence.Source:
+    """Where a started stack keeps its logs, and its objects read as the admin: a failing test's evidence."""
+    plane = stack.control_plane
+    return evidence.Source(plane.root, evidence.kubectl_dump(plane.kubeconfig), fixture="stack")
 
 
 def new_namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
