@@ -10,7 +10,7 @@ the test's namespace (its ShardDBs, children and events) with the nodes and
 volumes, as YAML, and the failure itself. The folder is ``.evidence/<run>/<test>/``
 under the rootdir (git-ignored); the run's summary names it. Sizes are bounded:
 each log keeps the last ``FILE_BYTES`` of its window, a run keeps its first
-``FAILURES_KEPT`` failures, and the newest ``RUNS_KEPT`` runs stay.
+``FAILURES_KEPT`` failures, and the newest ``RUNS_KEPT`` runs stay (``SHARDDB_EVIDENCE_RUNS``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import pytest
 FOLDER = ".evidence"
 FILE_BYTES = 4 * 1024 * 1024
 FAILURES_KEPT = 10
-RUNS_KEPT = 5
+RUNS_KEPT = int(os.environ.get("SHARDDB_EVIDENCE_RUNS", "5"))  # a soak keeps all of its runs
+RUN_NAME = re.compile(r"^\d{8}-\d{6}-\d+$")
 # What a namespace's ShardDBs are made of, and what tells their story.
 NAMESPACED = (
     "sharddbs.mygroup.example.com,statefulsets,deployments,replicasets,jobs,services,poddisruptionbudgets,"
@@ -142,8 +143,8 @@ def keep(run: _Run, item: pytest.Item, report: pytest.TestReport, sources: list[
 
 
 def prune(base: Path, newest: int = RUNS_KEPT) -> None:
-    """Only the ``newest`` runs' folders stay (their names start with the time of the run)."""
-    runs = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.name)
+    """Only the ``newest`` runs' folders stay (their names start with the time of the run); others are left alone."""
+    runs = sorted((p for p in base.iterdir() if p.is_dir() and RUN_NAME.match(p.name)), key=lambda p: p.name)
     for old in runs[:-newest]:
         shutil.rmtree(old, ignore_errors=True)
 
