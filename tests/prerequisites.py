@@ -71,6 +71,8 @@ def refuse_reads_under(folder: Path) -> AuditHook:
             return  # the common case, decided without a system call
         full = os.path.abspath(text)
         if any((path + os.sep).startswith(prefix) for path in (full, os.path.realpath(full)) for prefix in prefixes):
-            raise PermissionError(f"{text} is beside the repository: a test that reads it is marked `shared`")
+            raise PermissionError(
+                f"{text} is beside the repository: the fast tier never reads it (mark the test `shared`)"
+            )
 
     return hook
