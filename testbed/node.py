@@ -349,6 +349,14 @@ class NodeAgent:
             return
         stored["status"] = status
         response = self.http.put(f"{self._pod_path(stored)}/status", json=stored)
+        log.info(
+            "%s %s (uid %s): %s, %s",
+            action,
+            self._pod_path(stored),
+            stored["metadata"]["uid"],
+            status.get("phase"),
+            response.status_code,
+        )
         if response.status_code == 409:
             self._later(0.1, stored, action)
             return

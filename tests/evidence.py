@@ -27,8 +27,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.evidence import FILE_BYTES, keep_logs, logs
+
 FOLDER = ".evidence"
-FILE_BYTES = 4 * 1024 * 1024
 FAILURES_KEPT = 10
 RUNS_KEPT = int(os.environ.get("SHARDDB_EVIDENCE_RUNS", "5"))  # a soak keeps all of its runs
 RUN_NAME = re.compile(r"^\d{8}-\d{6}-\d+$")
@@ -52,11 +53,7 @@ class Source:
 
     def logs(self) -> list[Path]:
         """Every log: ``<root>/*.log`` (the audit log among them) and the hooks' files in ``<root>/hooks/``."""
-        hooks = self.root / "hooks"
-        found = sorted(self.root.glob("*.log"))
-        if hooks.is_dir():
-            found += sorted(p for p in hooks.iterdir() if p.is_file())
-        return found
+        return logs(self.root)
 
 
 @dataclass
@@ -107,21 +104,6 @@ def slug(nodeid: str) -> str:
     return re.sub(r"[^\w.\[\]=+-]+", "-", name)[:150]
 
 
-def window(log: Path, start: int, target: Path, limit: int = FILE_BYTES) -> str:
-    """Copy ``log`` from byte ``start`` on (its last ``limit`` bytes, from a line's start); say what was cut."""
-    with log.open("rb") as source:
-        end = source.seek(0, os.SEEK_END)
-        start = min(start, end)
-        begin = max(start, end - limit)
-        source.seek(begin)
-        text = source.read(end - begin)
-    if begin > start and b"\n" in text:
-        text = text[text.index(b"\n") + 1 :]
-    target.write_bytes(text)
-    cut = end - start - len(text)
-    return f"{target.name}: bytes {start}..{end} of {log}" + (f", the first {cut} left out" if cut else "")
-
-
 def keep(run: _Run, item: pytest.Item, report: pytest.TestReport, sources: list[Source]) -> Path:
     """Write the failing test's evidence; the folder it is in."""
     folder = run.folder / slug(item.nodeid)
@@ -130,13 +112,7 @@ def keep(run: _Run, item: pytest.Item, report: pytest.TestReport, sources: list[
     namespaces = [namespace] if isinstance(namespace, str) else []
     for index, source in enumerate(sources):
         target = folder if len(sources) == 1 else folder / f"stack-{index + 1}"
-        target.mkdir(parents=True, exist_ok=True)
-        cuts = []
-        for log in source.logs():
-            name = log.name if log.parent == source.root else f"{log.parent.name}-{log.name}"
-            with contextlib.suppress(OSError):
-                cuts.append(window(log, marks.get(log, 0), target / name))
-        (target / "windows.txt").write_text("\n".join(cuts) + "\n")
+        keep_logs(source.root, target, marks)
         (target / "objects.yaml").write_text(source.dump(namespaces)[-FILE_BYTES:])
     (folder / "failure.txt").write_text(f"{item.nodeid} failed in {report.when}\n\n{report.longreprtext}\n")
     return folder

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.evidence import window
 from tests import evidence
 
 pytest_plugins = ("pytester",)
@@ -90,7 +91,7 @@ def test_the_tests_namespace_and_its_failure_are_kept_beside_the_logs(pytester: 
 def test_a_window_longer_than_the_bound_keeps_its_last_whole_lines(tmp_path: Path) -> None:
     log = tmp_path / "kube-apiserver.log"
     log.write_text("old\n" + "".join(f"line {n}\n" for n in range(100)))
-    said = evidence.window(log, 4, tmp_path / "kept.log", limit=30)
+    said = window(log, 4, tmp_path / "kept.log", limit=30)
     assert (tmp_path / "kept.log").read_text() == "line 97\nline 98\nline 99\n"
     assert said.endswith(f"the first {len(log.read_bytes()) - 4 - 24} left out")
 
