@@ -13,10 +13,13 @@ UPGRADE ?= 20
 IDLE ?= 0,100,300
 CHAOS_FLEET ?= 100
 BASELINE_SETTINGS ?= f079df8
+SOAK ?= 10
+SOAK_E2E ?= all
+SOAK_DATA ?= all
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e data installed nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
+.PHONY: run render test unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -60,12 +63,18 @@ test: venv testbin lint
 	$(MAKE) --no-print-directory installed
 
 ## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
+UNIT := not cluster and not slow and not recorded and not shared and not e2e and not data and not installed
 unit: venv
-	$(BIN)/python -m pytest -m "not cluster and not slow and not recorded and not e2e and not data and not installed"
+	$(BIN)/python -m pytest -m "$(UNIT)"
 
 ## The whole life of ShardDBs through the real Metacontroller, controllers and scheduler.
 e2e: venv testbin
 	$(BIN)/python -m pytest -m e2e
+
+## SOAK runs (10) of the end-to-end and data tiers, to measure flakiness: each run's result and its failures'
+## first lines; fails if any run failed. SOAK_E2E= and SOAK_DATA= narrow a tier to some test files (none: skip it).
+soak: venv testbin nodebin images
+	$(BIN)/python -m tools.soak --runs $(SOAK) --e2e $(SOAK_E2E) --data $(SOAK_DATA)
 
 ## ShardDBs on a real node (kubelet, containerd, runc, CNI, kube-proxy, CoreDNS, local-path-provisioner)
 ## running PostgreSQL and Redis, in namespaces of its own; needs root.

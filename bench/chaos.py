@@ -8,7 +8,8 @@ faults (``testbed.faults``) come at random moments, one or two at once, from the
 first phase to the last; before the deletion they stop for a while, and the
 fleet must recover, stay Available and cost Metacontroller no write. The
 invariants (``testbed.invariants``) are judged over every change the API server
-stored (``testbed.history``) and over its audit log. Without ``--faults-only``,
+stored (``testbed.history``) and over its audit log (no pod deleted by the node
+unless someone marked it for deletion first). Without ``--faults-only``,
 the same workload first runs without faults, for the phase times side by side.
 """
 
@@ -22,14 +23,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from testbed.audit import Write
+from testbed.evidence import keep_logs
 from testbed.faults import Faults, Injected, Schedule, Supervisor, Timing
 from testbed.history import History
-from testbed.invariants import Violation, check, degraded_after, longest_unavailable
+from testbed.invariants import Violation, check, degraded_after, longest_unavailable, unmarked_deletions
 from testbed.node import Behaviour
 from testbed.stack import Stack, StackOptions
 
@@ -42,6 +45,7 @@ NAMESPACE = "fleet"
 PHASES = ("create", "scale", "roll", "hibernate", "wake", "delete")
 ROLLED_DB, ROLLED_CACHE = "postgres:16.4", "redis:7.4"
 ROLLED_IMAGES: Obj = {"dbImage": ROLLED_DB, "cache": {"image": ROLLED_CACHE}}
+EVIDENCE = Path(__file__).resolve().parent.parent / ".evidence"  # a failed campaign's logs (git-ignored)
 
 
 @dataclass(frozen=True)
@@ -191,8 +195,11 @@ def stack_options(options: Options) -> StackOptions:
     )
 
 
-def run(options: Options, progress: Progress) -> Campaign:
-    """One campaign on a stack of its own: the workload, with faults when ``options.faults``, then the checks."""
+def run(options: Options, progress: Progress, evidence: Path | None = None) -> Campaign:
+    """One campaign on a stack of its own: the workload, with faults when ``options.faults``, then the checks.
+
+    A campaign that failed (or did not finish) keeps its stack's logs in ``evidence``, when given.
+    """
     campaign = Campaign(faults=options.faults)
     rng = random.Random(options.seed)
     stack = Stack(stack_options(options))
@@ -206,6 +213,7 @@ def run(options: Options, progress: Progress) -> Campaign:
     supervisor.start()
     workload = Workload(stack, options, progress)
     planned: list[tuple[float, float]] = []
+    finished = False
     try:
         if options.faults:
             schedule.start()
@@ -219,20 +227,28 @@ def run(options: Options, progress: Progress) -> Campaign:
                 planned.append((started, time.time()))
             progress(f"  {phase}: {campaign.phases[phase]:.1f} s, {len(schedule.injected)} faults so far")
         schedule.stop()
+        finished = True
     finally:
         schedule.stop()
         supervisor.stop()
         workload.close()
         history.stop()
-        stack.stop()
-    changes = history.changes()
-    campaign.injected = list(schedule.injected)
-    campaign.fault_errors = list(schedule.errors)
-    campaign.crashed = list(supervisor.crashed)
-    campaign.violations += check(changes)
-    campaign.longest_unavailable = longest_unavailable(changes, _merged(planned))
-    campaign.relists = history.relists
-    campaign.made = Counter(c.kind for c in changes if c.type == "ADDED" and c.namespace == NAMESPACE)
+        try:
+            # Judged while the stack is there: the audit log goes with it.
+            campaign.violations += unmarked_deletions(stack.audit.writes())
+            changes = history.changes()
+            campaign.injected = list(schedule.injected)
+            campaign.fault_errors = list(schedule.errors)
+            campaign.crashed = list(supervisor.crashed)
+            campaign.violations += check(changes)
+            campaign.longest_unavailable = longest_unavailable(changes, _merged(planned))
+            campaign.relists = history.relists
+            campaign.made = Counter(c.kind for c in changes if c.type == "ADDED" and c.namespace == NAMESPACE)
+        finally:
+            if evidence is not None and not (finished and campaign.passed and not campaign.crashed):
+                keep_logs(plane.root, evidence)
+                progress(f"  the stack's logs: {evidence}")
+            stack.stop()
     return campaign
 
 
@@ -333,9 +349,11 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
 def main(argv: list[str] | None = None) -> None:
     args, options = parse(argv)
     runs = []
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     for faults in (False, True) if not args.faults_only else (True,):
         progress(f"{'with' if faults else 'without'} faults: {options.fleet} ShardDBs")
-        runs.append(run(dataclasses.replace(options, faults=faults), progress))
+        kept = EVIDENCE / f"chaos-{stamp}-{'faults' if faults else 'no-faults'}"
+        runs.append(run(dataclasses.replace(options, faults=faults), progress, kept))
     print(report(runs, options))
     if not runs[-1].passed:
         sys.exit(1)

@@ -3,13 +3,16 @@
 The control plane logs every write at Metadata level (reads are left out), one
 JSON event per line in completion order, each under the identity of the
 component that sent it; so a test can count Metacontroller's writes, or order
-one component's write before another's, from the API server's own record.
+one component's write before another's, from the API server's own record. A
+pod's deletion is logged with its answer, so it also names the very pod (its
+uid) that was deleted.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +32,7 @@ class Write:
     namespace: str
     name: str
     code: int
+    uid: str = ""  # the object's uid, where the log says it (a pod's deletion)
 
     @property
     def kind(self) -> str:
@@ -63,29 +67,30 @@ class AuditLog:
         self, mark: int = 0, *, user: str | None = None, namespace: str | None = None, ok: bool = True
     ) -> list[Write]:
         """Writes logged after ``mark``, by ``user`` and in ``namespace`` when given, successful ones only if ``ok``."""
+        return [
+            write
+            for write in self.writes(mark)
+            if (user is None or write.user == user)
+            and (namespace is None or write.namespace == namespace)
+            and (not ok or 200 <= write.code < 300)
+        ]
+
+    def writes(self, mark: int = 0) -> Iterator[Write]:
+        """Every write logged after ``mark``, read line by line (a campaign's log is large)."""
         try:
-            with self.path.open("rb") as log:
-                log.seek(mark)
-                lines = log.read().splitlines()
+            log = self.path.open("rb")
         except FileNotFoundError:
-            return []
-        found = []
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # a line still being written
-            write = _write(event)
-            if write is None:
-                continue
-            if user is not None and write.user != user:
-                continue
-            if namespace is not None and write.namespace != namespace:
-                continue
-            if ok and not 200 <= write.code < 300:
-                continue
-            found.append(write)
-        return found
+            return
+        with log:
+            log.seek(mark)
+            for line in log:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue  # a line still being written
+                write = _write(event)
+                if write is not None:
+                    yield write
 
 
 def _write(event: dict[str, object]) -> Write | None:
@@ -94,8 +99,11 @@ def _write(event: dict[str, object]) -> Write | None:
     ref = event.get("objectRef") or {}
     user = event.get("user") or {}
     status = event.get("responseStatus") or {}
-    if not (isinstance(ref, dict) and isinstance(user, dict) and isinstance(status, dict)):
+    answer = event.get("responseObject") or {}
+    if not (isinstance(ref, dict) and isinstance(user, dict) and isinstance(status, dict) and isinstance(answer, dict)):
         return None
+    meta = answer.get("metadata") if answer.get("kind") != "Status" else None
+    uid = ref.get("uid") or (meta.get("uid") if isinstance(meta, dict) else None) or ""
     return Write(
         at=datetime.fromisoformat(str(event["stageTimestamp"]).replace("Z", "+00:00")),
         user=str(user.get("username", "")),
@@ -105,6 +113,7 @@ def _write(event: dict[str, object]) -> Write | None:
         namespace=str(ref.get("namespace", "")),
         name=str(ref.get("name", "")),
         code=int(str(status.get("code", 0))),
+        uid=str(uid),
     )
 
 

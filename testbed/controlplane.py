@@ -36,13 +36,18 @@ BUILD_SCRIPT = HERE / "build-binaries.sh"
 ADMIN_USER = "sharddb-admin"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "metacontroller")
 METACONTROLLER_CRDS = "metacontroller-crds-v4.17.2.yaml"
-# Writes only (reads would drown them), at Metadata level: who, what, when, with what result.
+# Writes only (reads would drown them), at Metadata level: who, what, when, with what result. A pod's
+# deletion also keeps its answer, the deleted pod, so the log says which incarnation of a name went.
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
+omitManagedFields: true
 rules:
   - level: None
     verbs: [get, list, watch]
+  - level: RequestResponse
+    verbs: [delete]
+    resources: [{group: "", resources: [pods]}]
   - level: Metadata
 """
 ROOT_PREFIX = "sharddb-apiserver-"

@@ -3,7 +3,9 @@
 Pure functions over ``history.Change`` lists (etcd revision order): the state of
 every object is replayed change by change, and each rule is judged at the
 revision where it could break. A rule names the ShardDB and the revision, so a
-violation can be found in the audit log and the components' logs.
+violation can be found in the audit log and the components' logs. One rule is
+judged over the audit log instead (``unmarked_deletions``): who deleted a pod is
+in no stored change.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from testbed.audit import Write
 from testbed.history import Change
 
 SEED_JOB = re.compile(r"^(?P<parent>.+)-seed-(?P<shards>\d+)$")
+# A ShardDB's pods: <parent>-db-<ordinal>, <parent>-cache-<hash>-<suffix>, <parent>-seed-<shards>-<suffix>.
+POD = re.compile(r"^(?P<parent>.+?)-(?:db-\d+|cache-[^-]+-[^-]+|seed-\d+-[^-]+)$")
+NODE_USERS = "system:node:"
 
 
 @dataclass(frozen=True)
@@ -210,3 +216,45 @@ def _unplanned(start: float, end: float, planned: list[tuple[float, float]]) -> 
     for first, last in planned:
         span -= max(0.0, min(end, last) - max(start, first))
     return max(0.0, span)
+
+
+def unmarked_deletions(writes: Iterable[Write]) -> list[Violation]:
+    """Every pod a node deleted that nobody else had marked for deletion first; ``writes`` in the audit log's order.
+
+    A kubelet deletes a pod for good only after someone else's DELETE (or an eviction, or
+    its namespace's deletion) set that pod's ``deletionTimestamp``: its own DELETE is the
+    last word on a pod that has drained. A pod that took the name of one that went is
+    another pod. The log says which pod a DELETE took (its uid) where the deletion's answer
+    is logged; a marking that does not (an eviction) counts for the pod of that name since
+    its last create. The log must start before the pods it judges were made.
+    """
+    marked_uids: set[str] = set()
+    marked: dict[tuple[str, str], bool] = {}  # (namespace, name) -> its latest incarnation is marked
+    swept: set[str] = set()  # namespaces whose pods were all marked (a namespace's deletion)
+    found: list[Violation] = []
+    for write in writes:
+        if write.resource != "pods" or not 200 <= write.code < 300:
+            continue
+        key = (write.namespace, write.name)
+        by_node = write.user.startswith(NODE_USERS)
+        if write.verb == "create" and not write.subresource:
+            marked[key] = False
+        elif write.verb == "create" and write.subresource == "eviction":
+            marked[key] = True
+        elif write.verb == "deletecollection" and not by_node:
+            swept.add(write.namespace)
+        elif write.verb == "delete" and not write.subresource and not by_node:
+            marked[key] = True
+            if write.uid:
+                marked_uids.add(write.uid)
+        elif write.verb == "delete" and not write.subresource:
+            if write.uid in marked_uids or marked.get(key, False) or write.namespace in swept:
+                continue
+            match = POD.match(write.name)
+            parent = match["parent"] if match else write.name
+            pod = f"pod {write.name}" + (f" (uid {write.uid})" if write.uid else "")
+            detail = (
+                f"{pod} deleted by {write.user} at {write.at.isoformat()}, never marked for deletion by anyone else"
+            )
+            found.append(Violation("nodes-delete-only-marked-pods", f"{write.namespace}/{parent}", 0, detail))
+    return found

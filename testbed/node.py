@@ -52,11 +52,12 @@ class Behaviour:
 
 @dataclass
 class _Pending:
-    """One due action, ordered by time."""
+    """One due action for one incarnation of a pod (its uid), ordered by time."""
 
     due: float
     seq: int
-    key: str
+    key: str  # namespace/name
+    uid: str
     action: str
 
     def __lt__(self, other: _Pending) -> bool:
@@ -81,6 +82,7 @@ class NodeAgent:
         self._queue: list[_Pending] = []
         self._seq = itertools.count()
         self._pods: dict[str, Obj] = {}  # namespace/name -> latest pod seen
+        self._removing: set[str] = set()  # uids of pods with a removal queued
         self._ips = itertools.count(2)
         self._pod_ips: dict[str, str] = {}  # pod uid -> IP
         self._provisioned: set[str] = set()  # claim uids with a volume made for them
@@ -224,22 +226,28 @@ class NodeAgent:
                 time.sleep(0.2)
 
     def _on_pod(self, event: str, pod: Obj) -> None:
-        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        meta, status = pod["metadata"], pod.get("status", {})
+        key, uid = f"{meta['namespace']}/{meta['name']}", meta["uid"]
         with self._lock:
             if event == "DELETED":
-                self._pods.pop(key, None)
+                if self._pods.get(key, {}).get("metadata", {}).get("uid") == uid:
+                    del self._pods[key]
+                self._removing.discard(uid)
                 return
-            known = key in self._pods
+            known = self._pods.get(key, {}).get("metadata", {}).get("uid") == uid
             self._pods[key] = pod
-        meta, status = pod["metadata"], pod.get("status", {})
+            removal = bool(meta.get("deletionTimestamp")) and uid not in self._removing
+            if removal:
+                self._removing.add(uid)
         if meta.get("deletionTimestamp"):
-            grace = float(meta.get("deletionGracePeriodSeconds") or 0)
-            self._later(min(self.behaviour.drain_seconds, grace), key, "remove")
+            if removal:
+                grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+                self._later(min(self.behaviour.drain_seconds, grace), pod, "remove")
         elif not status.get("startTime"):
-            self._later(self.behaviour.start_seconds, key, "start")
+            self._later(self.behaviour.start_seconds, pod, "start")
         elif not known and status.get("phase") not in ("Succeeded", "Failed"):
             # Started by an agent before this one (a restart): pick up where it left off, as a kubelet does.
-            self._later(0.0, key, "start")
+            self._later(0.0, pod, "start")
 
     def _on_claim(self, event: str, claim: Obj) -> None:
         uid = claim["metadata"]["uid"]
@@ -273,9 +281,14 @@ class NodeAgent:
 
     # --- actions ------------------------------------------------------------
 
-    def _later(self, delay: float, key: str, action: str) -> None:
+    def _later(self, delay: float, pod: Obj, action: str) -> None:
+        """``action`` for this very pod (this uid) in ``delay`` seconds; never for a pod that replaces it."""
+        meta = pod["metadata"]
+        item = _Pending(
+            time.monotonic() + delay, next(self._seq), f"{meta['namespace']}/{meta['name']}", meta["uid"], action
+        )
         with self._lock:
-            heapq.heappush(self._queue, _Pending(time.monotonic() + delay, next(self._seq), key, action))
+            heapq.heappush(self._queue, item)
             self._lock.notify()
 
     def _run_actions(self) -> None:
@@ -287,8 +300,14 @@ class NodeAgent:
                 if self._stop.is_set():
                     return
                 item = heapq.heappop(self._queue)
-                pod = self._pods.get(item.key)
+                pod = acted_on(self._pods.get(item.key), item.uid, item.action)
             if pod is None:
+                log.info(
+                    "%s %s (uid %s): that pod is gone or not marked for deletion; dropped",
+                    item.action,
+                    item.key,
+                    item.uid,
+                )
                 continue
             try:
                 if item.action == "remove":
@@ -297,7 +316,7 @@ class NodeAgent:
                     self._advance(pod, item.action)
             except httpx.HTTPError as error:
                 log.debug("%s %s: %s; retrying", item.action, item.key, error)
-                self._later(0.5, item.key, item.action)
+                self._later(0.5, pod, item.action)
 
     def _pod_path(self, pod: Obj) -> str:
         meta = pod["metadata"]
@@ -306,7 +325,10 @@ class NodeAgent:
     def _remove(self, pod: Obj) -> None:
         """The kubelet's last word on a pod that has drained: delete it for good, this very pod only."""
         options = {"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"]["uid"]}}
-        self.http.request("DELETE", self._pod_path(pod), json=options)
+        response = self.http.request("DELETE", self._pod_path(pod), json=options)
+        log.info("remove %s (uid %s): %s", self._pod_path(pod), pod["metadata"]["uid"], response.status_code)
+        if response.status_code not in (404, 409):  # gone already, or another pod by now: nothing left to do
+            response.raise_for_status()  # the API server away: retried
 
     def _advance(self, pod: Obj, action: str) -> None:
         """Write the status the kubelet would have for this pod now; schedule what comes next."""
@@ -323,18 +345,25 @@ class NodeAgent:
         if _gist(status) == _gist(stored.get("status", {})):
             # A kubelet writes a pod's status only when it changes; what comes next still comes.
             if follow_up is not None:
-                meta = stored["metadata"]
-                self._later(follow_up[0], f"{meta['namespace']}/{meta['name']}", follow_up[1])
+                self._later(follow_up[0], stored, follow_up[1])
             return
         stored["status"] = status
         response = self.http.put(f"{self._pod_path(stored)}/status", json=stored)
+        log.info(
+            "%s %s (uid %s): %s, %s",
+            action,
+            self._pod_path(stored),
+            stored["metadata"]["uid"],
+            status.get("phase"),
+            response.status_code,
+        )
         if response.status_code == 409:
-            self._later(0.1, f"{stored['metadata']['namespace']}/{stored['metadata']['name']}", action)
+            self._later(0.1, stored, action)
             return
         response.raise_for_status()
         if follow_up is not None:
             delay, next_action = follow_up
-            self._later(delay, f"{stored['metadata']['namespace']}/{stored['metadata']['name']}", next_action)
+            self._later(delay, stored, next_action)
 
     def _status(self, pod: Obj, action: str) -> tuple[Obj | None, tuple[float, str] | None]:
         spec, previous = pod["spec"], pod.get("status", {})
@@ -470,6 +499,20 @@ class NodeAgent:
             or key in (response.json().get("data") or {})
             or key in (response.json().get("stringData") or {})
         )
+
+
+def acted_on(pod: Obj | None, uid: str, action: str) -> Obj | None:
+    """The pod a due action is for: the very incarnation it was queued for, and a removal only once it is marked.
+
+    A kubelet finalizes only a pod whose own ``deletionTimestamp`` is set; a pod that has
+    taken the name of one that went is another pod, and a removal queued for the old one
+    is not for it.
+    """
+    if pod is None or pod["metadata"]["uid"] != uid:
+        return None
+    if action == "remove" and not pod["metadata"].get("deletionTimestamp"):
+        return None
+    return pod
 
 
 def _gist(status: Obj) -> tuple[Any, ...]:

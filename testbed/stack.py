@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import shutil
 import signal
@@ -158,6 +159,7 @@ class Stack:
         self._hook_port = 0
         self._hook_env: dict[str, str] = {}
         self._logs: Path | None = None
+        self._agent_log: logging.Handler | None = None
 
     # --- what tests use ---------------------------------------------------------
 
@@ -218,6 +220,7 @@ class Stack:
                 self.cluster.start()
                 self.node = self.cluster.members[0]
             else:
+                self._agent_log = _log_to(self.plane.root / "node-agent.log", "testbed.node")
                 self.agent = NodeAgent(
                     self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour
                 )
@@ -239,6 +242,10 @@ class Stack:
         if self.agent is not None:
             self.agent.stop()
             self.agent = None
+        if self._agent_log is not None:
+            logging.getLogger("testbed.node").removeHandler(self._agent_log)
+            self._agent_log.close()
+            self._agent_log = None
         self.node = None  # its processes are the control plane's; its containers end with the sandbox
         self.cluster = None
         if self.plane is not None:
@@ -464,6 +471,18 @@ class Stack:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _log_to(path: Path, logger: str) -> logging.Handler:
+    """``logger``'s records from INFO on, also in ``path``: the node agent's log beside the real parts' logs."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(threadName)s %(message)s"))
+    handler.setLevel(logging.INFO)
+    target = logging.getLogger(logger)
+    target.addHandler(handler)
+    if target.getEffectiveLevel() > logging.INFO:
+        target.setLevel(logging.INFO)
+    return handler
 
 
 def _shipped(budget: Instance, partition: partitions.Partition) -> Instance:

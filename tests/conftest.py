@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,6 +14,17 @@ from hypothesis import settings as hypothesis_settings
 
 from hooks.service.app import create_app
 from testbed.server import serve
+
+from .prerequisites import refuse_reads_under
+
+pytest_plugins = ("tests.evidence",)  # a failing test on a real stack keeps its logs (.evidence/)
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A session that leaves out the tests marked ``shared`` (``make unit``) reads nothing of ``shared/``."""
+    if "not shared" in (config.option.markexpr or ""):
+        sys.addaudithook(refuse_reads_under(SHARED))
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ tests need it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Generic, NoReturn, TypeVar
 
 import pytest
@@ -46,3 +48,31 @@ class Prerequisite(Generic[T]):
             pytest.fail(f"missing: {self.what} (how to provide: see this run's first failure about it)", pytrace=False)
         self._told = True
         pytest.fail(problem, pytrace=False)
+
+
+AuditHook = Callable[[str, tuple[object, ...]], None]
+READS = frozenset({"open", "os.listdir", "os.scandir"})
+
+
+def refuse_reads_under(folder: Path) -> AuditHook:
+    """An audit hook (``sys.addaudithook``) under which reading anything in ``folder`` is a PermissionError.
+
+    The fast tier installs it for ``shared/`` beside the repository, so a test that reads it
+    without the ``shared`` marker fails wherever it runs, not only in a bare clone.
+    """
+    prefixes = {os.path.abspath(folder) + os.sep, os.path.realpath(folder) + os.sep}
+    names = {folder.name, os.path.basename(os.path.realpath(folder))}
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if event not in READS or not args or not isinstance(args[0], str | bytes | os.PathLike):
+            return
+        text = os.fsdecode(args[0])
+        if not any(name in text for name in names):
+            return  # the common case, decided without a system call
+        full = os.path.abspath(text)
+        if any((path + os.sep).startswith(prefix) for path in (full, os.path.realpath(full)) for prefix in prefixes):
+            raise PermissionError(
+                f"{text} is beside the repository: the fast tier never reads it (mark the test `shared`)"
+            )
+
+    return hook

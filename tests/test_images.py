@@ -1,7 +1,8 @@
 """The test images' parts that need no build: cache keys, configs against the official recipes, the archive.
 
 The recipes are read from shared/images beside the repository (``testbed.images.recipes_dir``);
-without them the tests that compare against them fail, saying where to put shared/.
+the tests that compare against them are marked ``shared`` (outside ``make unit``), and without
+the folder they fail, saying where to put shared/.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ def test_missing_recipes_say_where_to_put_shared(monkeypatch: pytest.MonkeyPatch
         images.recipes_dir()
 
 
+@pytest.mark.shared
 def test_postgres_runs_the_recipes_entrypoint_command_and_stop_signal() -> None:
     steps, config = recipe("postgres-15"), images.postgres_config()
     assert config["Entrypoint"] == json.loads(last(steps, "ENTRYPOINT"))
@@ -140,12 +142,14 @@ def test_postgres_runs_the_recipes_entrypoint_command_and_stop_signal() -> None:
     assert config["StopSignal"] == last(steps, "STOPSIGNAL")
 
 
+@pytest.mark.shared
 def test_postgres_exposes_and_mounts_what_the_recipe_declares() -> None:
     steps, config = recipe("postgres-15"), images.postgres_config()
     assert set(config["ExposedPorts"]) == {f"{port}/tcp" for port in last(steps, "EXPOSE").split()}
     assert set(config["Volumes"]) == set(last(steps, "VOLUME").split())
 
 
+@pytest.mark.shared
 def test_postgres_sets_every_variable_of_the_recipe() -> None:
     wanted = env(recipe("postgres-15"))
     given = config_env(images.postgres_config({"GOSU_VERSION": "1.14", "PG_VERSION": "15.20-0+deb12u1"}))
@@ -156,6 +160,7 @@ def test_postgres_sets_every_variable_of_the_recipe() -> None:
     }
 
 
+@pytest.mark.shared
 def test_redis_config_matches_the_recipe() -> None:
     steps, config = recipe("redis-7.0"), images.redis_config({"GOSU_VERSION": "1.14", "REDIS_VERSION": "7.0.15"})
     assert config["Entrypoint"] == json.loads(last(steps, "ENTRYPOINT"))

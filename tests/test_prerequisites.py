@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from .prerequisites import Prerequisite
+from .prerequisites import Prerequisite, refuse_reads_under
 
 
 class MissingError(Exception):
@@ -50,3 +52,26 @@ def test_other_errors_are_not_taken_for_a_missing_file() -> None:
 
     with pytest.raises(ValueError, match="a bug"):
         Prerequisite("the file", find, MissingError).get()
+
+
+def test_a_read_under_the_refused_folder_is_a_permission_error(tmp_path: Path) -> None:
+    hook = refuse_reads_under(tmp_path / "shared")
+    with pytest.raises(PermissionError, match="mark the test `shared`"):
+        hook("open", (str(tmp_path / "shared" / "images" / "Dockerfile"), "r", 0))
+
+
+def test_a_folder_listing_under_the_refused_folder_is_refused_through_a_link(tmp_path: Path) -> None:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "shared").symlink_to(tmp_path / "store")
+    hook = refuse_reads_under(tmp_path / "shared")
+    with pytest.raises(PermissionError):
+        hook("os.listdir", (str(tmp_path / "store"),))
+
+
+def test_reads_elsewhere_pass_the_refusing_hook(tmp_path: Path) -> None:
+    hook = refuse_reads_under(tmp_path / "shared")
+    elsewhere = (tmp_path / "shared-not" / "x", tmp_path / "repo" / "shared.py", tmp_path / "sharedx")
+    answers = [hook("open", (str(path), "r", 0)) for path in elsewhere]
+    answers.append(hook("open", (3, "r", 0)))  # a file descriptor: nothing to judge
+    answers.append(hook("compile", (b"x", str(tmp_path / "shared" / "x"))))  # not a read
+    assert answers == [None] * 5

@@ -18,6 +18,7 @@ import pytest
 
 from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
 
+from .. import evidence
 from ..prerequisites import Prerequisite
 from .kube import Kube
 from .loop import Loop
@@ -54,8 +55,10 @@ def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
         problem = str(error)
     if problem is not None:
         pytest.fail(f"cluster tier: {problem}", pytrace=False)
+    source = evidence.Source(plane.root, evidence.kubectl_dump(plane.kubeconfig), fixture="control_plane")
     try:
-        yield plane
+        with evidence.watched(pytestconfig, source):
+            yield plane
     finally:
         plane.stop()
 

@@ -23,9 +23,10 @@ from testbed.audit import tally
 from testbed.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
+from .. import evidence
 from ..cluster.kube import Kube
+from ..e2e.conftest import assert_no_unmarked_deletions, stack_source, summarize
 from ..e2e.conftest import kube as kube  # the same client, on this tier's stack
-from ..e2e.conftest import summarize
 from ..e2e.sharddbs import ShardDBs
 from .cluster import Cluster
 
@@ -61,14 +62,18 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
     assert running.node is not None
     _reports.append("node start: " + ", ".join(f"{k} {v:.1f} s" for k, v in running.node.timings.items()))
     try:
-        yield running
+        with evidence.watched(pytestconfig, stack_source(running)):
+            yield running
     finally:
         running.stop()
 
 
 @pytest.fixture(scope="module")
 def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
-    """One namespace per module (a module follows one ShardDB through its life); its writes go to the summary."""
+    """One namespace per module (a module follows one ShardDB through its life); its writes go to the summary.
+
+    Its pods are then judged by the audit log, the real kubelet's deletions as the stand-in's are.
+    """
     stem = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-")[:40]
     name = f"{stem}-{next(_namespaces)}-{os.getpid() % 1000}"
     response = kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -77,6 +82,7 @@ def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Itera
     yield name
     writes = stack.metacontroller_writes(mark, namespace=name)
     _costs.append((request.module.__name__, len(writes), tally(writes)))
+    assert_no_unmarked_deletions(stack, mark, name)
 
 
 @pytest.fixture(scope="module")

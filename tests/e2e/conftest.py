@@ -19,9 +19,11 @@ import pytest
 
 from testbed.audit import tally
 from testbed.controlplane import ControlPlaneError, build_binaries
+from testbed.invariants import unmarked_deletions
 from testbed.node import Behaviour
 from testbed.stack import Stack, StackOptions
 
+from .. import evidence
 from ..cluster.kube import Kube
 from .sharddbs import ShardDBs
 
@@ -62,7 +64,11 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         pytest.fail(f"end-to-end tier: {error}", pytrace=False)
     running = start_stack(StackOptions(resync_seconds=RESYNC_SECONDS, behaviour=Behaviour()))
     try:
-        yield running
+        with evidence.watched(pytestconfig, stack_source(running)):
+            yield running
+        # Each test's namespace is judged at its end; this judges what came after, over the whole log.
+        found = unmarked_deletions(running.audit.writes())
+        assert not found, "a node deleted pods nobody marked for deletion:\n" + "\n".join(map(str, found))
     finally:
         running.stop()
 
@@ -77,6 +83,12 @@ def kube(stack: Stack) -> Iterator[Kube]:
         client.close()
 
 
+def stack_source(stack: Stack) -> evidence.Source:
+    """Where a started stack keeps its logs, and its objects read as the admin: a failing test's evidence."""
+    plane = stack.control_plane
+    return evidence.Source(plane.root, evidence.kubectl_dump(plane.kubeconfig), fixture="stack")
+
+
 def new_namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
     stem = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-").replace(".", "-")[:40].strip("-")
     name = f"{stem}-{next(_namespaces)}-{os.getpid() % 1000}"
@@ -87,12 +99,22 @@ def new_namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A namespace of its own; at the end, Metacontroller's writes in it are recorded for the session summary."""
+    """A namespace of its own; at the end, Metacontroller's writes in it are recorded for the session summary.
+
+    Its pods are then judged by the audit log: none was deleted by the node unless marked first.
+    """
     name = new_namespace(kube, request)
     mark = stack.audit.mark()
     yield name
     writes = stack.metacontroller_writes(mark, namespace=name)
     _costs.append((request.node.name, len(writes), tally(writes)))
+    assert_no_unmarked_deletions(stack, mark, name)
+
+
+def assert_no_unmarked_deletions(stack: Stack, mark: int, namespace: str) -> None:
+    """No pod of ``namespace`` deleted by a node after ``mark`` unless someone else marked it for deletion first."""
+    found = unmarked_deletions(stack.audit.since(mark, namespace=namespace))
+    assert not found, "a node deleted pods nobody marked for deletion:\n" + "\n".join(map(str, found))
 
 
 @pytest.fixture

@@ -10,11 +10,12 @@ invariants over everything the API server stored.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
 
-from bench.chaos import PHASES, Campaign, Options, run
+from bench.chaos import EVIDENCE, PHASES, Campaign, Options, run
 from testbed.faults import Faults, Timing
 
 from .conftest import Report
@@ -34,7 +35,8 @@ OPTIONS = Options(
 
 @pytest.fixture(scope="module")
 def campaign() -> Campaign:
-    return run(OPTIONS, print)  # progress lines: shown with a failure
+    kept = EVIDENCE / f"chaos-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-e2e"
+    return run(OPTIONS, print, kept)  # progress lines, and where a failed campaign's logs are: shown with a failure
 
 
 def test_every_phase_of_the_fleets_life_finishes_under_faults(campaign: Campaign, report: Report) -> None:

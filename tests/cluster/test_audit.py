@@ -1,0 +1,37 @@
+"""The control plane's audit log says which pod a deletion took, so a node's deletions can be judged by uid."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from testbed.audit import AuditLog
+from testbed.controlplane import ControlPlane
+
+from .kube import Kube
+
+pytestmark = pytest.mark.cluster
+
+
+def test_a_pods_deletion_is_logged_with_the_uid_of_the_pod_it_took(
+    control_plane: ControlPlane, kube: Kube, namespace: str
+) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "shard", "namespace": namespace},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "db", "image": "postgres:16"}]},
+    }
+    created = kube.create(pod)
+    assert created.status_code == 201, created.text
+    uid = created.json()["metadata"]["uid"]
+    audit = AuditLog(control_plane.audit_log)
+    mark = audit.mark()
+    deleted = kube.http.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/shard", json={"gracePeriodSeconds": 0})
+    assert deleted.status_code == 200, deleted.text
+    deadline = time.monotonic() + 10
+    while not (writes := [w for w in audit.since(mark, namespace=namespace) if w.verb == "delete"]):
+        assert time.monotonic() < deadline, "the deletion never reached the audit log"
+        time.sleep(0.1)
+    assert [(w.name, w.uid) for w in writes] == [("shard", uid)]

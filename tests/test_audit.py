@@ -1,0 +1,49 @@
+"""The audit log read as typed writes: who wrote what, and for a pod's deletion, which pod."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from testbed.audit import AuditLog
+
+Obj = dict[str, Any]
+
+
+def event(verb: str, code: int, answer: Obj | None = None) -> Obj:
+    found: Obj = {
+        "kind": "Event",
+        "stage": "ResponseComplete",
+        "verb": verb,
+        "user": {"username": "system:node:node-1"},
+        "objectRef": {"resource": "pods", "namespace": "fleet", "name": "db-db-3", "apiVersion": "v1"},
+        "responseStatus": {"metadata": {}, "code": code},
+        "stageTimestamp": "2026-12-01T23:51:46.123456Z",
+    }
+    if answer is not None:
+        found["responseObject"] = answer
+    return found
+
+
+def written(tmp_path: Path, *events: Obj) -> AuditLog:
+    path = tmp_path / "audit.log"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return AuditLog(path)
+
+
+def test_a_pods_deletion_names_the_uid_of_the_pod_it_took(tmp_path: Path) -> None:
+    pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "db-db-3", "uid": "uid-1"}}
+    (write,) = written(tmp_path, event("delete", 200, pod)).since()
+    assert (write.verb, write.name, write.uid) == ("delete", "db-db-3", "uid-1")
+
+
+def test_a_write_answered_with_a_status_names_no_uid(tmp_path: Path) -> None:
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "details": {"uid": "uid-1"}, "code": 404}
+    (write,) = written(tmp_path, event("delete", 404, status)).since(ok=False)
+    assert write.uid == ""
+
+
+def test_a_write_logged_without_its_answer_names_no_uid(tmp_path: Path) -> None:
+    (write,) = written(tmp_path, event("update", 200)).since()
+    assert (write.verb, write.uid) == ("update", "")

@@ -1,0 +1,115 @@
+"""No pod is deleted by a node unless someone else marked it for deletion first, judged over the audit log.
+
+Logs are written write by write as the API server records them (``testbed.audit.Write``,
+completion order), in the shapes a real stack logged; the rule runs over the end-to-end
+tier's and the data tier's logs (their ``namespace`` fixtures) and the fault campaign's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from testbed.audit import Write
+from testbed.invariants import unmarked_deletions
+
+NS = "fleet"
+CONTROLLERS = "system:kube-controller-manager"
+SCHEDULER = "system:kube-scheduler"
+NODE = "system:node:node-1"
+POD = "db-007-db-3"
+
+
+class Log:
+    """An audit log being written: each write a second after the one before."""
+
+    def __init__(self) -> None:
+        self.writes: list[Write] = []
+        self._clock = itertools.count()
+
+    def add(
+        self, user: str, verb: str, subresource: str = "", *, name: str = POD, uid: str = "", code: int = 200
+    ) -> None:
+        at = datetime(2026, 12, 1, 23, 51, 46, tzinfo=UTC) + timedelta(seconds=next(self._clock))
+        self.writes.append(Write(at, user, verb, "pods", subresource, NS, name, code, uid))
+
+    def made(self, name: str = POD) -> None:
+        """The StatefulSet controller makes the pod, the scheduler binds it, the node says it runs."""
+        self.add(CONTROLLERS, "create", name=name, code=201)
+        self.add(SCHEDULER, "create", "binding", name=name, code=201)
+        self.add(NODE, "update", "status", name=name)
+
+
+def rules(log: Log) -> list[str]:
+    return [violation.rule for violation in unmarked_deletions(log.writes)]
+
+
+def test_the_recorded_loop_of_a_node_deleting_a_pod_nobody_marked_is_caught_every_time() -> None:
+    # fleet/db-007-db-3 from 23:51 on: created, bound, one status update by the node, deleted by the node.
+    log = Log()
+    for _ in range(3):
+        log.made()
+        log.add(NODE, "delete")
+    found = unmarked_deletions(log.writes)
+    assert [v.rule for v in found] == ["nodes-delete-only-marked-pods"] * 3
+    assert found[0].sharddb == f"{NS}/db-007"
+    assert f"pod {POD} deleted by {NODE}" in found[0].detail
+
+
+def test_a_pod_deleted_by_its_controller_then_finalized_by_its_node_breaks_no_rule() -> None:
+    log = Log()
+    log.made()
+    log.add(CONTROLLERS, "delete", uid="uid-1")
+    log.add(NODE, "delete", uid="uid-1")
+    log.made()
+    assert rules(log) == []
+
+
+def test_a_stale_removal_that_takes_the_replacement_is_caught_by_its_uid() -> None:
+    log = Log()
+    log.made()
+    log.add(CONTROLLERS, "delete", uid="uid-1")
+    log.add(NODE, "delete", uid="uid-1")
+    log.made()
+    log.add(NODE, "delete", uid="uid-2")
+    assert rules(log) == ["nodes-delete-only-marked-pods"]
+
+
+def test_a_replacement_logged_before_the_old_pods_last_delete_leaves_that_delete_marked() -> None:
+    log = Log()
+    log.made()
+    log.add(CONTROLLERS, "delete", uid="uid-1")
+    log.made()
+    log.add(NODE, "delete", uid="uid-1")
+    assert rules(log) == []
+
+
+def test_a_pod_marked_by_an_eviction_may_be_finalized_by_its_node() -> None:
+    log = Log()
+    log.made()
+    log.add("sharddb-admin", "create", "eviction", code=201)
+    log.add(NODE, "delete", uid="uid-1")
+    assert rules(log) == []
+
+
+def test_a_pod_marked_by_its_namespaces_deletion_may_be_finalized_by_its_node() -> None:
+    log = Log()
+    log.made()
+    log.add(CONTROLLERS, "deletecollection", name="")
+    log.add(NODE, "delete", uid="uid-1")
+    assert rules(log) == []
+
+
+def test_a_refused_delete_by_a_node_is_no_deletion() -> None:
+    log = Log()
+    log.made()
+    log.add(NODE, "delete", uid="uid-1", code=409)  # its uid precondition no longer held
+    assert rules(log) == []
+
+
+def test_a_delete_by_anyone_but_a_node_is_never_judged() -> None:
+    log = Log()
+    log.made()
+    log.add("sharddb-admin", "delete", uid="uid-1")
+    log.add(CONTROLLERS, "delete", name="db-007-cache-5d9f7c-x2x9q")
+    assert rules(log) == []
