@@ -24,7 +24,9 @@ from testbed.controlplane import ControlPlaneError, build_binaries
 from testbed.images import ImageBuildError
 from testbed.stack import Stack, StackOptions
 
+from .. import evidence
 from ..e2e.conftest import kube as kube  # the same client, on this tier's cluster
+from ..e2e.conftest import stack_source
 from .installs import Install
 
 NODES = 3
@@ -70,7 +72,8 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
     except ControlPlaneError as error:
         pytest.fail(f"installed tier: {error}", pytrace=False)
     try:
-        yield running
+        with evidence.watched(pytestconfig, stack_source(running)):
+            yield running
     finally:
         running.stop()
 
