@@ -44,6 +44,7 @@ def mc_dockerfile() -> list[tuple[str, str]]:
     return dockerfile(source_file("Dockerfile"))
 
 
+@pytest.mark.shared  # reads Metacontroller's source archive beside the clone
 def test_the_binary_is_where_the_dockerfile_copies_it_and_the_command() -> None:
     copy = last(mc_dockerfile(), "COPY").split()
     config = product_images.metacontroller_config()
@@ -51,6 +52,7 @@ def test_the_binary_is_where_the_dockerfile_copies_it_and_the_command() -> None:
     assert config["Cmd"] == yaml.safe_load(last(mc_dockerfile(), "CMD"))
 
 
+@pytest.mark.shared  # reads Metacontroller's source archive beside the clone
 def test_the_image_runs_as_the_dockerfiles_user_with_its_ids() -> None:
     steps = mc_dockerfile()
     account = next(rest for word, rest in steps if word == "RUN" and "adduser" in rest)
@@ -60,12 +62,14 @@ def test_the_image_runs_as_the_dockerfiles_user_with_its_ids() -> None:
     assert product_images.metacontroller_config()["User"] == last(steps, "USER") == f"{name}:{name}"
 
 
+@pytest.mark.shared  # reads Metacontroller's source archive beside the clone
 def test_the_image_adds_the_packages_the_dockerfile_adds() -> None:
     install = next(rest for word, rest in mc_dockerfile() if word == "RUN" and "apk add" in rest)
     added = shlex.split(install.split("apk add", 1)[1])
     assert {word for word in added if not word.startswith("-")} == set(product_images.MC_PACKAGES)
 
 
+@pytest.mark.shared  # reads Metacontroller's source archive beside the clone
 def test_the_binary_is_built_with_the_release_builds_settings() -> None:
     release = yaml.safe_load(source_file(".goreleaser.yaml"))
     build = release["builds"][0]
@@ -78,6 +82,7 @@ def test_the_binary_is_built_with_the_release_builds_settings() -> None:
     assert ours.endswith("-s -w")  # REMOVE_DEBUG_SYMBOLS of a build without DEBUG
 
 
+@pytest.mark.shared  # reads Metacontroller's source archive beside the clone
 def test_the_image_is_named_as_the_release_manifests_run_it() -> None:
     statefulset = yaml.safe_load(source_file("manifests/production/metacontroller.yaml"))
     container = statefulset["spec"]["template"]["spec"]["containers"][0]
@@ -85,6 +90,7 @@ def test_the_image_is_named_as_the_release_manifests_run_it() -> None:
     assert container["command"] == [product_images.MC_BINARY]
 
 
+@pytest.mark.shared  # reads Metacontroller's source archive beside the clone
 def test_the_labels_are_the_release_builds() -> None:
     release = yaml.safe_load(source_file(".goreleaser.yaml"))
     labels = product_images.metacontroller_config("c0ffee", "2026-01-01T00:00:00Z")["Labels"]
