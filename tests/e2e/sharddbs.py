@@ -95,9 +95,13 @@ class ShardDBs:
         return found
 
     # A bring-up takes seconds; rarely (2 runs in 7 here) one waited over 90 s, never getting its
-    # shards ready. The likely cause is the scheduler parking a shard pod as unschedulable just as its
-    # volume binds, which only the scheduler's 5-minute flush of such pods retries. The wait covers it:
-    # these tests promise an order, not a speed.
+    # shards ready. Two causes fit. The scheduler may park a shard pod as unschedulable just as its
+    # volume binds: its queue can retry the pod before its own volume cache has seen the binding
+    # (kubernetes/kubernetes#73216; two separate informer handlers, still so in 1.34.4), and then only
+    # its 5-minute flush retries it. Or the node agent's stale removals, since fixed: it deleted pods
+    # nobody had marked, in a loop under load. A failing test keeps its evidence (.evidence/), whose
+    # scheduler events tell the two apart. Until one is shown, the wait covers the first: these tests
+    # promise an order, not a speed.
     AVAILABLE_SECONDS = 330.0
 
     def available(self, name: str, timeout: float = AVAILABLE_SECONDS) -> Obj:
