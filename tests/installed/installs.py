@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,10 @@ from ..e2e.sharddbs import wait_until
 from .steps import ROOT, deploy_steps, run_step
 
 Obj = dict[str, Any]
+# metacontroller_<hook>_requests_total{code="200",method="post"} 12 (its HTTP client's counter).
+_HOOK_CALLS = re.compile(
+    r'^metacontroller_(?P<hook>[a-z]+)_requests_total\{(?=[^}]*code="(?P<code>[0-9a-z]+)")[^}]*\} (?P<value>[0-9.e+]+)$'
+)
 HOOKS_NAMESPACE = "sharddb-system"
 METACONTROLLER_NAMESPACE = "metacontroller"
 EXAMPLE = ROOT / "examples" / "sharddb.yaml"
@@ -121,6 +126,28 @@ class Install:
         log = self.kubectl("logs", "-n", namespace, name)
         self.kubectl("delete", "pod", "-n", namespace, name, "--wait=false")
         return phase, log
+
+    def hook_calls(self) -> dict[str, float]:
+        """Metacontroller's count of hook calls answered, by hook and status code, from its own metrics."""
+        raw = self.kubectl(
+            "get", "--raw", f"/api/v1/namespaces/{METACONTROLLER_NAMESPACE}/pods/metacontroller-0:9999/proxy/metrics"
+        )
+        counts: dict[str, float] = {}
+        for line in raw.splitlines():
+            match = _HOOK_CALLS.match(line)
+            if match:
+                key = f"{match['hook']} {match['code']}"
+                counts[key] = counts.get(key, 0.0) + float(match["value"])
+        return counts
+
+
+def failed_calls(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Hook calls answered with neither 200 nor 304 between two readings."""
+    return {
+        key: after[key] - before.get(key, 0.0)
+        for key in after
+        if not key.endswith((" 200", " 304")) and after[key] > before.get(key, 0.0)
+    }
 
 
 def nodes_of(pods: list[Obj]) -> list[str]:

@@ -11,7 +11,7 @@ import yaml
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
 from .conftest import Report
-from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, cache_gone_before_shards
+from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, cache_gone_before_shards, failed_calls
 
 pytestmark = pytest.mark.installed
 NAMESPACE = "rolling"
@@ -43,25 +43,40 @@ def sync_errors(install: Install, name: str) -> list[str]:
     ]
 
 
-def test_a_hooks_rollout_during_a_bring_up_fails_no_hook_call(install: Install) -> None:
+def test_a_hooks_rollout_during_a_bring_up_fails_no_hook_call(install: Install, report: Report) -> None:
+    before = install.hook_calls()
     create(install, "up")
     roll(install, TAGS[0])
     wait_until("up Available", lambda: _available(install, "up"), 300)
+    after = install.hook_calls()
+    report(calls(before, after))
     assert sync_errors(install, "up") == []
+    assert failed_calls(before, after) == {}
 
 
-def test_a_hooks_rollout_during_a_deletion_fails_no_hook_call_and_keeps_the_order(install: Install) -> None:
+def test_a_hooks_rollout_during_a_deletion_fails_no_hook_call_and_keeps_the_order(
+    install: Install, report: Report
+) -> None:
     create(install, "down")
     wait_until("down Available", lambda: _available(install, "down"), 300)
+    before = install.hook_calls()
     mark = install.stack.audit.mark()
     install.kubectl("-n", NAMESPACE, "delete", "sharddb", "down", "--wait=false")
     roll(install, TAGS[1])
     wait_until("down gone", lambda: not install.kubectl("-n", NAMESPACE, "get", "sharddb", "down", check=False), 300)
+    after = install.hook_calls()
+    report(calls(before, after))
     assert sync_errors(install, "down") == []
+    assert failed_calls(before, after) == {}
     cache_gone, marked = cache_gone_before_shards(install.stack.audit.since(mark, namespace=NAMESPACE), "down")
     assert cache_gone, "no cache pod was removed by a kubelet"
     assert marked, "no shard pod was stopped"
     assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"
+
+
+def calls(before: dict[str, float], after: dict[str, float]) -> str:
+    answered = sum(after.values()) - sum(before.values())
+    return f"hook calls answered meanwhile {answered:.0f}, failed {failed_calls(before, after)}"
 
 
 def _available(install: Install, name: str) -> bool:
