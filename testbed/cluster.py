@@ -38,9 +38,9 @@ from testbed.realnode import (
     REGISTRY,
     NodeSpec,
     RealNode,
-    _must,
-    _ok,
-    _wait,
+    answers_ok,
+    must,
+    wait_for,
 )
 from testbed.server import free_port
 
@@ -88,9 +88,9 @@ class Cluster:
 
     def start(self) -> None:
         began = time.monotonic()
-        _must(["ip", "link", "add", CLUSTER_BRIDGE, "type", "bridge"])
-        _must(["ip", "addr", "add", f"{CLUSTER_GATEWAY}/24", "dev", CLUSTER_BRIDGE])
-        _must(["ip", "link", "set", CLUSTER_BRIDGE, "up"])
+        must(["ip", "link", "add", CLUSTER_BRIDGE, "type", "bridge"])
+        must(["ip", "addr", "add", f"{CLUSTER_GATEWAY}/24", "dev", CLUSTER_BRIDGE])
+        must(["ip", "link", "set", CLUSTER_BRIDGE, "up"])
         self._coredns()
         self._registry()
         specs = [NodeSpec(i) for i in range(1, self.nodes + 1)]
@@ -134,7 +134,7 @@ class Cluster:
 """
         )
         self.plane.spawn("coredns", [str(self.node_bin / "coredns"), f"-conf={corefile}"])
-        _wait("CoreDNS ready", lambda: _ok(f"http://127.0.0.1:{ready}/ready"), 60, self.plane, "coredns")
+        wait_for("CoreDNS ready", lambda: answers_ok(f"http://127.0.0.1:{ready}/ready"), 60, self.plane, "coredns")
 
     def _registry(self) -> None:
         """Debian's docker-registry (the distribution project's registry) on the gateway, plain HTTP."""
@@ -150,7 +150,7 @@ class Cluster:
             )
         )
         self.plane.spawn("registry", [_which_registry(), "serve", str(config)])
-        _wait("the registry", lambda: _ok(f"http://{REGISTRY}/v2/"), 30, self.plane, "registry")
+        wait_for("the registry", lambda: answers_ok(f"http://{REGISTRY}/v2/"), 30, self.plane, "registry")
 
     def _push(self, member: RealNode) -> None:
         """Each mirrored image from a node's containerd into the registry, under its path on its own registry."""

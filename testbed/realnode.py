@@ -46,6 +46,7 @@ CLUSTER_BRIDGE = "sdbnet"
 CLUSTER_NETWORK = "10.200.0.0/24"
 CLUSTER_GATEWAY = "10.200.0.1"
 ZONES = ("zone-a", "zone-b", "zone-c")
+PROXY_USER = "system:kube-proxy"
 # The cluster's image registry, a mirror for the registries the product's images are named after.
 REGISTRY = f"{CLUSTER_GATEWAY}:5000"
 NODE_BUILD_SCRIPT = Path(__file__).resolve().parent / "build-node-binaries.sh"
@@ -186,14 +187,14 @@ class RealNode:
         )
         self.holder_pid = process.pid
         ready = self.root / nodehost.READY_FILE
-        _wait(f"{self.name}'s namespaces", ready.exists, 30, self.plane, f"{self.name}-namespaces")
+        wait_for(f"{self.name}'s namespaces", ready.exists, 30, self.plane, f"{self.name}-namespaces")
 
     def _network(self) -> None:
         """A veth from the cluster's bridge to the node's ``eth0``; routes to every other node's pods."""
         outside = f"veth-{self.name}"
-        _must(["ip", "link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", str(self.holder_pid)])
-        _must(["ip", "link", "set", outside, "master", CLUSTER_BRIDGE, "up"])
-        _must(["ip", "route", "replace", self.spec.pod_cidr, "via", self.spec.address])
+        must(["ip", "link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", str(self.holder_pid)])
+        must(["ip", "link", "set", outside, "master", CLUSTER_BRIDGE, "up"])
+        must(["ip", "route", "replace", self.spec.pod_cidr, "via", self.spec.address])
         self.run("ip", "addr", "add", f"{self.spec.address}/24", "dev", "eth0")
         self.run("ip", "link", "set", "eth0", "up")
         self.run("ip", "route", "add", "default", "via", CLUSTER_GATEWAY)
@@ -202,10 +203,10 @@ class RealNode:
 
     def cut(self) -> None:
         """The node's network cable pulled: its link to the cluster's bridge goes down."""
-        _must(["ip", "link", "set", f"veth-{self.name}", "down"])
+        must(["ip", "link", "set", f"veth-{self.name}", "down"])
 
     def mend(self) -> None:
-        _must(["ip", "link", "set", f"veth-{self.name}", "up"])
+        must(["ip", "link", "set", f"veth-{self.name}", "up"])
 
     def _containerd(self) -> None:
         cni = self.root / "cni"
@@ -268,8 +269,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 """
         )
         self.spawn("containerd", [_which("containerd"), f"--config={config}", "--log-level=info"])
-        _wait("containerd's socket", self.socket.exists, 60, self.plane, f"{self.name}-containerd")
-        _wait("containerd to answer", self._answers, 60, self.plane, f"{self.name}-containerd")
+        wait_for("containerd's socket", self.socket.exists, 60, self.plane, f"{self.name}-containerd")
+        wait_for("containerd to answer", self._answers, 60, self.plane, f"{self.name}-containerd")
 
     def _registry_hosts(self) -> Path:
         """Pulls from each mirrored registry go to the cluster's own registry (how kind users run a local one)."""
@@ -365,7 +366,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 f"--node-labels=topology.kubernetes.io/zone={self.spec.zone}",
             ],
         )
-        _wait(f"{self.name} Ready", self.ready, 120, self.plane, f"{self.name}-kubelet")
+        wait_for(f"{self.name} Ready", self.ready, 120, self.plane, f"{self.name}-kubelet")
 
     def ready(self) -> bool:
         node: Obj = self.plane.get(f"/api/v1/nodes/{self.name}") or {}
@@ -392,16 +393,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         path = self.root / "kube-proxy.yaml"
         path.write_text(yaml.safe_dump(config))
         self.spawn("kube-proxy", [str(self.plane.bin_dir / "kube-proxy"), f"--config={path}"])
-        _wait("kube-proxy's rules", self._proxy_rules, 60, self.plane, f"{self.name}-kube-proxy")
+        wait_for("kube-proxy's rules", self._proxy_rules, 60, self.plane, f"{self.name}-kube-proxy")
 
     def _proxy_rules(self) -> bool:
         return "KUBE-SERVICES" in self.run("iptables-save", "-t", "nat", check=False).stdout
 
 
-PROXY_USER = "system:kube-proxy"
-
-
-def _must(command: list[str]) -> None:
+def must(command: list[str]) -> None:
+    """One command of the sandbox's own network setup; a failure names its words."""
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise ControlPlaneError(f"{' '.join(command)} failed: {result.stderr.strip()}")
@@ -414,14 +413,15 @@ def _which(program: str) -> str:
     return path
 
 
-def _ok(url: str) -> bool:
+def answers_ok(url: str) -> bool:
+    """True when ``url`` answers 200 (a health endpoint)."""
     try:
         return httpx.get(url, timeout=1.0).status_code == 200
     except httpx.HTTPError:
         return False
 
 
-def _wait(what: str, check: Callable[[], bool], timeout: float, plane: ControlPlane, log: str) -> None:
+def wait_for(what: str, check: Callable[[], bool], timeout: float, plane: ControlPlane, log: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

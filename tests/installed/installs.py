@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,5 +171,9 @@ def cache_gone_before_shards(writes: list[Write], name: str) -> tuple[list[float
     return cache_gone, marked
 
 
-def settle(seconds: float) -> None:
-    time.sleep(seconds)
+def assert_cache_gone_before_shards(install: Install, mark: int, namespace: str, name: str) -> None:
+    """The order of a deletion, from the audit log since ``mark``: no shard pod stopped while a cache pod existed."""
+    cache_gone, marked = cache_gone_before_shards(install.stack.audit.since(mark, namespace=namespace), name)
+    assert cache_gone, "no cache pod was removed by a kubelet"
+    assert marked, "no shard pod was stopped"
+    assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"

@@ -10,7 +10,7 @@ import pytest
 from testbed.stack import Stack
 
 from ..e2e.sharddbs import wait_until
-from .installs import Install, cache_gone_before_shards
+from .installs import Install, assert_cache_gone_before_shards
 
 pytestmark = pytest.mark.installed
 NAME = "demo"
@@ -37,7 +37,4 @@ def test_a_sharddb_from_examples_comes_up_and_is_deleted_in_order(install: Insta
     mark = install.stack.audit.mark()
     install.step("delete")
     wait_until("the shard pods gone", lambda: not install.pods("default", f"app.kubernetes.io/instance={NAME}"), 300)
-    cache_gone, marked = cache_gone_before_shards(install.stack.audit.since(mark, namespace="default"), NAME)
-    assert cache_gone, "no cache pod was removed by a kubelet"
-    assert marked, "no shard pod was stopped"
-    assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"
+    assert_cache_gone_before_shards(install, mark, "default", NAME)

@@ -11,7 +11,7 @@ import yaml
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
 from .conftest import Report
-from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, cache_gone_before_shards, failed_calls
+from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards, failed_calls
 
 pytestmark = pytest.mark.installed
 NAMESPACE = "rolling"
@@ -68,10 +68,7 @@ def test_a_hooks_rollout_during_a_deletion_fails_no_hook_call_and_keeps_the_orde
     report(calls(before, after))
     assert sync_errors(install, "down") == []
     assert failed_calls(before, after) == {}
-    cache_gone, marked = cache_gone_before_shards(install.stack.audit.since(mark, namespace=NAMESPACE), "down")
-    assert cache_gone, "no cache pod was removed by a kubelet"
-    assert marked, "no shard pod was stopped"
-    assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"
+    assert_cache_gone_before_shards(install, mark, NAMESPACE, "down")
 
 
 def calls(before: dict[str, float], after: dict[str, float]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ..e2e.sharddbs import wait_until
-from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, cache_gone_before_shards, nodes_of
+from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards, nodes_of
 
 pytestmark = pytest.mark.installed
 NAME = "demo"
@@ -86,7 +86,4 @@ def test_deletion_removes_every_cache_pod_before_any_shard_pod_stops(install: In
     mark = install.stack.audit.mark()
     install.step("delete")
     wait_until("the shard pods gone", lambda: not install.pods("default", f"app.kubernetes.io/instance={NAME}"), 300)
-    cache_gone, marked = cache_gone_before_shards(install.stack.audit.since(mark, namespace="default"), NAME)
-    assert cache_gone, "no cache pod was removed by a kubelet"
-    assert marked, "no shard pod was stopped"
-    assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"
+    assert_cache_gone_before_shards(install, mark, "default", NAME)

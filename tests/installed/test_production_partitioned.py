@@ -9,7 +9,7 @@ import yaml
 
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
-from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, cache_gone_before_shards
+from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards
 
 pytestmark = pytest.mark.installed
 NAMESPACE = "partitioned"
@@ -68,7 +68,4 @@ def test_a_sharddb_is_served_by_its_partitions_metacontroller_alone(
 def test_a_partitioned_sharddb_is_deleted_in_order(install: Install, name: str) -> None:
     mark = install.stack.audit.mark()
     install.kubectl("-n", NAMESPACE, "delete", "sharddb", name, "--wait", "--timeout=5m")
-    cache_gone, marked = cache_gone_before_shards(install.stack.audit.since(mark, namespace=NAMESPACE), name)
-    assert cache_gone, "no cache pod was removed by a kubelet"
-    assert marked, "no shard pod was stopped"
-    assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"
+    assert_cache_gone_before_shards(install, mark, NAMESPACE, name)
