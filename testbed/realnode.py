@@ -208,6 +208,19 @@ class RealNode:
     def mend(self) -> None:
         must(["ip", "link", "set", f"veth-{self.name}", "up"])
 
+    def lose(self) -> None:
+        """The node lost as a machine is: its kubelet and containerd killed, its network cut."""
+        self.cut()
+        for program in ("kubelet", "containerd"):
+            self.plane.kill(f"{self.name}-{program}")
+
+    def restore(self) -> None:
+        """The machine back: network first, then containerd and the kubelet on their state, as at boot."""
+        self.mend()
+        self.plane.restart(f"{self.name}-containerd")
+        wait_for("containerd to answer", self._answers, 60, self.plane, f"{self.name}-containerd")
+        self.plane.restart(f"{self.name}-kubelet")
+
     def _containerd(self) -> None:
         cni = self.root / "cni"
         (cni / "net.d").mkdir(parents=True)

@@ -1,0 +1,115 @@
+"""A node lost under a running ShardDB (its kubelet and containerd killed, its network cut), then back.
+
+The node is one that does not run Metacontroller's pod, so the loss is of a node
+of the data tier and of one hooks replica, not of the controller itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+import yaml
+
+from testbed import images
+from testbed.realnode import RealNode
+
+from ..data.cluster import example
+from ..e2e.sharddbs import wait_until
+from .conftest import Report
+from .installs import METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards
+
+pytestmark = pytest.mark.installed
+NAMESPACE = "lost"
+
+
+@pytest.fixture(scope="module")
+def install(production: Install) -> Iterator[Install]:
+    production.kubectl("create", "namespace", NAMESPACE)
+    yield production
+    production.kubectl("delete", "namespace", NAMESPACE, "--wait", "--timeout=5m")
+
+
+def conditions(install: Install, name: str) -> dict[str, tuple[str, str]]:
+    found = install.get("sharddb", "-n", NAMESPACE, name)
+    return {c["type"]: (c["status"], c.get("message", "")) for c in found.get("status", {}).get("conditions", [])}
+
+
+def bring_up(install: Install, name: str) -> None:
+    install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(example(name, NAMESPACE)))
+    wait_until(f"{name} Available", lambda: conditions(install, name).get("Available", ("",))[0] == "True", 300)
+
+
+def node_ready(install: Install, node: str) -> str:
+    found = install.get("node", node)
+    status: str = next(c["status"] for c in found["status"]["conditions"] if c["type"] == "Ready")
+    return status
+
+
+def pick(install: Install, name: str, component: str) -> str:
+    """A node that runs a ``component`` pod of ``name`` and not Metacontroller's pod."""
+    controller = install.pods(METACONTROLLER_NAMESPACE, "app.kubernetes.io/name=metacontroller")[0]["spec"]["nodeName"]
+    pods = install.pods(NAMESPACE, f"app.kubernetes.io/instance={name},app.kubernetes.io/component={component}")
+    nodes: list[str] = sorted(pod["spec"]["nodeName"] for pod in pods if pod["spec"]["nodeName"] != controller)
+    return nodes[0]
+
+
+@contextlib.contextmanager
+def lost(install: Install, node: RealNode) -> Iterator[None]:
+    """The node lost until the block ends, then back and Ready."""
+    node.lose()
+    try:
+        wait_until(f"{node.name} NotReady", lambda: node_ready(install, node.name) != "True", 120)
+        yield
+    finally:
+        node.restore()
+        wait_until(f"{node.name} Ready", lambda: node_ready(install, node.name) == "True", 120)
+
+
+def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(install: Install, report: Report) -> None:
+    bring_up(install, "rolled")
+    assert install.stack.cluster is not None
+    node = install.stack.cluster.node(pick(install, "rolled", "db"))
+    patch = json.dumps({"spec": {"dbImage": images.POSTGRES_ROLLOUT}})
+    with lost(install, node):
+        install.kubectl("-n", NAMESPACE, "patch", "sharddb", "rolled", "--type=merge", "-p", patch)
+        time.sleep(30)
+        stranded = [
+            (pod["metadata"]["name"], pod["status"].get("phase"), bool(pod["metadata"].get("deletionTimestamp")))
+            for pod in install.pods(NAMESPACE, "app.kubernetes.io/instance=rolled")
+            if pod["spec"].get("nodeName") == node.name
+        ]
+        report(f"{node.name} lost mid-rollout: its pods {stranded}; status {conditions(install, 'rolled')}")
+        assert stranded, "the lost node's pods were removed while it was away"
+    began = time.monotonic()
+    wait_until(
+        "rolled rolled out",
+        lambda: (
+            all(
+                pod["spec"]["containers"][0]["image"] == images.POSTGRES_ROLLOUT
+                for pod in install.pods(NAMESPACE, "app.kubernetes.io/instance=rolled,app.kubernetes.io/component=db")
+            )
+            and conditions(install, "rolled").get("Available", ("",))[0] == "True"
+        ),
+        300,
+    )
+    report(f"rolled out and Available {time.monotonic() - began:.1f} s after {node.name} was back")
+
+
+def test_a_deletion_waits_for_a_cache_pod_on_a_lost_node_and_keeps_its_order(install: Install, report: Report) -> None:
+    bring_up(install, "left")
+    assert install.stack.cluster is not None
+    node = install.stack.cluster.node(pick(install, "left", "cache"))
+    mark = install.stack.audit.mark()
+    with lost(install, node):
+        install.kubectl("-n", NAMESPACE, "delete", "sharddb", "left", "--wait=false")
+        time.sleep(30)
+        shards = install.pods(NAMESPACE, "app.kubernetes.io/instance=left,app.kubernetes.io/component=db")
+        report(f"deletion with a cache pod on lost {node.name}: status {conditions(install, 'left')}")
+        assert len(shards) == 3, "a shard stopped while a cache pod on the lost node may still be flushing"
+        assert not any(pod["metadata"].get("deletionTimestamp") for pod in shards)
+    wait_until("left gone", lambda: not install.kubectl("-n", NAMESPACE, "get", "sharddb", "left", check=False), 300)
+    assert_cache_gone_before_shards(install, mark, NAMESPACE, "left")
