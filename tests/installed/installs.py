@@ -77,6 +77,11 @@ class Install:
             self.step("secrets")
         self.step("overlay")
 
+    def settled(self) -> Install:
+        """The hooks back to every replica Ready (after a module that drained or lost a node)."""
+        self.kubectl("-n", HOOKS_NAMESPACE, "rollout", "status", "deployment/sharddb-hooks", "--timeout=5m")
+        return self
+
     def uninstall(self) -> None:
         """What a user runs to remove an overlay: its objects, then the namespace's Secrets with it."""
         self.kubectl("delete", "-k", str(ROOT / "metacontroller" / "overlays" / self.overlay), "--wait", "--timeout=5m")

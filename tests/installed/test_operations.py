@@ -21,7 +21,7 @@ TAGS = ("ghcr.io/example/sharddb-hooks:0.1.1", "ghcr.io/example/sharddb-hooks:0.
 
 @pytest.fixture(scope="module")
 def install(production: Install) -> Iterator[Install]:
-    production.kubectl("create", "namespace", NAMESPACE)
+    production.settled().kubectl("create", "namespace", NAMESPACE)
     yield production
     production.kubectl("delete", "namespace", NAMESPACE, "--wait", "--timeout=5m")
 

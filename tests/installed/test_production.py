@@ -16,7 +16,7 @@ CONNECT = f"timeout 5 bash -c 'echo > {HOOKS}' 2>/dev/null && echo reached || ec
 
 @pytest.fixture(scope="module")
 def install(production: Install) -> Install:
-    return production
+    return production.settled()
 
 
 @pytest.fixture(scope="module")
