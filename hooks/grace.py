@@ -60,6 +60,32 @@ def triage(pods: tuple[StuckPod, ...], now: datetime | None, grace_seconds: int)
     return Triage(tuple(failing), tuple(waiting), min(ends, default=None))
 
 
+# The scheduler's words for a pod whose volume lives on one node (a local volume) and for a cordoned node.
+VOLUME_NODE_CONFLICT = "volume node affinity conflict"
+CORDONED = "were unschedulable"
+WAITS_FOR_ITS_NODE = "for its volume's node"
+WAITS_FOR_CORDONED_NODE = "for its volume's node, which is cordoned"
+WAITS_ON_CORDON = "to be scheduled, with a node cordoned"
+
+
+def waits_for(pod: StuckPod) -> str:
+    """What ``pod`` waits for: a class of the scheduler's message, which stays put while the nodes do.
+
+    The scheduler names no node; the pod's volume's node is in its PersistentVolume, not in the pod.
+    On a drain the cordoned node is the one holding the volume; the others report the conflict.
+    """
+    if pod.reason != "Unschedulable":
+        return WAITS_FOR[pod.reason]
+    conflict, cordoned = VOLUME_NODE_CONFLICT in pod.detail, CORDONED in pod.detail
+    if conflict and cordoned:
+        return WAITS_FOR_CORDONED_NODE
+    if conflict:
+        return WAITS_FOR_ITS_NODE
+    if cordoned:
+        return WAITS_ON_CORDON
+    return WAITS_FOR[pod.reason]
+
+
 NOUNS = {names.DB: "shard", names.SEED: "seed", names.CACHE: "cache"}
 SHOWN = 3  # pods named per group; the rest are counted
 
@@ -69,21 +95,22 @@ def waiting_message(waiting: tuple[StuckPod, ...]) -> str:
 
     Names only, never the scheduler's changing words, so the message stays put while they wait.
     """
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple[str, str, str], list[str]] = {}
     for pod in waiting:
-        groups.setdefault((pod.component, pod.reason), []).append(pod.name)
+        groups.setdefault((pod.component, pod.reason, waits_for(pod)), []).append(pod.name)
     components = list(NOUNS)
 
-    def rank(group: tuple[str, str]) -> tuple[int, str, int]:
-        component, reason = group
+    def rank(group: tuple[str, str, str]) -> tuple[int, str, int, str]:
+        component, reason, phrase = group
         where = components.index(component) if component in components else len(components)
-        return where, component, STUCK_ORDER.index(reason)
+        return where, component, STUCK_ORDER.index(reason), phrase
 
     parts = []
-    for component, reason in sorted(groups, key=rank):
-        pods = groups[(component, reason)]
+    for group in sorted(groups, key=rank):
+        component, _, phrase = group
+        pods = groups[group]
         shown = ", ".join(pods[:SHOWN]) + (f" and {len(pods) - SHOWN} more" if len(pods) > SHOWN else "")
         plural = "" if len(pods) == 1 else "s"
         noun = NOUNS.get(component, component or "other")
-        parts.append(f"{len(pods)} {noun} pod{plural} waiting {WAITS_FOR[reason]}: {shown}")
+        parts.append(f"{len(pods)} {noun} pod{plural} waiting {phrase}: {shown}")
     return "; ".join(parts)

@@ -12,7 +12,17 @@ from datetime import datetime
 from typing import Any
 
 from . import applied, clock, contract, kinds, names, templates
-from .contract import Children, Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
+from .contract import (
+    Children,
+    Condition,
+    ContainerStatus,
+    Deployment,
+    EndpointSlice,
+    Job,
+    Pod,
+    StatefulSet,
+    SyncRequest,
+)
 from .spec import MAX_SHARDS, ShardDBSpec
 
 
@@ -141,6 +151,46 @@ class StuckPod:
 
 
 @dataclass(frozen=True)
+class MissingPod:
+    """A shard pod the StatefulSet asks for that does not exist, though its controller has tried.
+
+    ``since`` is when the StatefulSet last asked for more (created, or its spec last written): the
+    start grace is timed from it. Its controller's ``FailedCreate`` events say why (a quota, Pod
+    Security, a webhook); the hooks cannot read events, so they say where to look.
+    """
+
+    name: str
+    ordinal: int
+    since: datetime | None
+
+
+@dataclass(frozen=True)
+class LostPod:
+    """A pod whose node, as the pod itself shows, stopped reporting or is gone.
+
+    ``evidence`` says which of the pod's fields show it; it stays put while the node stays lost.
+    """
+
+    name: str
+    component: str
+    node: str
+    evidence: str
+    ordinal: int = -1
+    terminating: bool = False
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (
+            self.node,
+            LOST_ORDER.index(self.component) if self.component in LOST_ORDER else 9,
+            self.ordinal,
+            self.name,
+        )
+
+
+LOST_ORDER = (names.DB, names.CACHE, names.SEED)
+
+
+@dataclass(frozen=True)
 class SeedJobView:
     shards: int
     succeeded: bool
@@ -168,6 +218,9 @@ class Snapshot:
     cache_pods: int = 0
     shard_pods: int = 0
     stuck_pods: tuple[StuckPod, ...] = ()
+    missing_pods: tuple[MissingPod, ...] = ()  # shard pods asked for that the StatefulSet could not create
+    lost_pods: tuple[LostPod, ...] = ()  # pods on a node that stopped reporting, Terminating ones too
+    created: datetime | None = None  # the ShardDB's creationTimestamp: where a missing child's grace starts
     # Every observed child by (kind, name), with its replicas where it has some: what an answer changes.
     observed: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
     # When the request is answered, read once at the edge; None (no clock) gives no pod a grace.
@@ -198,6 +251,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
     db = names.db_name(name)
 
     statefulset = None
+    asked_since: datetime | None = None
     observed: dict[tuple[str, str], int | None] = {}
     service = cache_service = False
     budgets: frozenset[str] = frozenset()
@@ -227,6 +281,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
                     last_applied=sts.metadata.annotations.get(applied.LAST_APPLIED),
                     made=TemplateRecord.read(sts.metadata.annotations),
                 )
+                asked_since = _last_spec_write(sts)
         services = {svc.metadata.name for svc in (children.services or {}).values()}
         service = db in services
         cache_service = names.cache_name(name) in services
@@ -244,6 +299,8 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
     registered: frozenset[int] = frozenset()
     cache_pods = shard_pods = 0
     stuck: list[StuckPod] = []
+    lost: list[LostPod] = []
+    missing: tuple[MissingPod, ...] = ()
     if related is not None:
         registered = _registered(name, related.endpointslices or {})
         for pod in (related.pods or {}).values():
@@ -257,11 +314,16 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
             problem = None if finished else _stuck(pod, names.shard_ordinal(name, pod.metadata.name))
             if problem is not None and not terminating:
                 stuck.append(problem)
+            gone = _lost(pod, names.shard_ordinal(name, pod.metadata.name))
+            if gone is not None:
+                lost.append(gone)
             component = labels.get(names.COMPONENT_LABEL)
             if component == names.CACHE:
                 cache_pods += 1
             elif component == names.DB:
                 shard_pods += 1
+        if related.pods is not None and statefulset is not None:
+            missing = _missing(name, statefulset, related.pods.values(), asked_since)
 
     return Snapshot(
         name=name,
@@ -281,11 +343,72 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         cache_pods=cache_pods,
         shard_pods=shard_pods,
         stuck_pods=tuple(sorted(stuck, key=StuckPod.sort_key)),
+        missing_pods=missing,
+        lost_pods=tuple(sorted(lost, key=LostPod.sort_key)),
+        created=clock.parse(parent.metadata.creation_timestamp),
         observed=observed,
         now=now,
         apply_templates=parent.metadata.annotations.get(names.APPLY_TEMPLATES_ANNOTATION),
         answered_generation=_answered(parent.status),
     )
+
+
+def _last_spec_write(sts: StatefulSet) -> datetime | None:
+    """When the StatefulSet last asked for more pods, at the latest: created, or any write but its status's."""
+    times = [clock.parse(sts.metadata.creation_timestamp)]
+    times += [clock.parse(entry.time) for entry in sts.metadata.managed_fields if entry.subresource != "status"]
+    known = [moment for moment in times if moment is not None]
+    return max(known, default=None)
+
+
+def _missing(name: str, sts: StatefulSetView, found: Iterable[Pod], since: datetime | None) -> tuple[MissingPod, ...]:
+    """Shard pods the StatefulSet asks for, that its controller tried to create and could not.
+
+    Only once its controller has seen the latest spec and counts fewer pods than it asks for:
+    a pod deleted a moment ago, or created a moment before its event reached the request, is
+    no pod missing. So a rollout or a scale-up never reads as one.
+    """
+    if sts.rollout.observed_generation < sts.rollout.generation or sts.status_replicas >= sts.replicas:
+        return ()
+    present = {pod.metadata.name for pod in found if pod.metadata.labels.get(names.INSTANCE_LABEL) == name}
+    return tuple(
+        MissingPod(names.shard_pod_name(name, ordinal), ordinal, since)
+        for ordinal in range(min(sts.replicas, MAX_SHARDS))
+        if names.shard_pod_name(name, ordinal) not in present
+    )
+
+
+# How a pod shows that its node is lost; each stays put while the node does.
+NOT_READY_BY_NODE_CONTROLLER = (
+    "Ready=False while its containers are ready: the node controller's mark of a node that stopped reporting"
+)
+NODE_LOST_REASON = "status.reason NodeLost"
+DELETED_NODE = "DisruptionTarget=True DeletionByPodGC: its Node object is gone"
+
+
+def _lost(pod: Pod, ordinal: int | None) -> LostPod | None:
+    """The pod's node, if the pod shows the node is lost (Kubernetes 1.34's node lifecycle and pod GC).
+
+    The kubelet sets Ready and ContainersReady together; only the node lifecycle controller turns a
+    pod's Ready False alone (``MarkPodsNotReady``) when its node stops reporting.
+    """
+    node = pod.spec.node_name
+    if not node:
+        return None
+    conditions = {c.type: c for c in pod.status.conditions}
+    ready, containers = conditions.get("Ready"), conditions.get("ContainersReady")
+    target = conditions.get("DisruptionTarget")
+    if pod.status.reason == "NodeLost":
+        evidence = NODE_LOST_REASON
+    elif target is not None and target.status == "True" and target.reason == "DeletionByPodGC":
+        evidence = DELETED_NODE
+    elif ready is not None and ready.status == "False" and containers is not None and containers.status == "True":
+        evidence = NOT_READY_BY_NODE_CONTROLLER
+    else:
+        return None
+    component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
+    terminating = pod.metadata.deletion_timestamp is not None
+    return LostPod(pod.metadata.name, component, node, evidence, -1 if ordinal is None else ordinal, terminating)
 
 
 def _observed(children: Children) -> dict[tuple[str, str], int | None]:
