@@ -47,8 +47,8 @@ def _counts(end: datetime | None, now: datetime | None) -> bool:
 def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
     """Missing shard pods, and (with ``children``: not while frozen) missing children, at ``snap.now``.
 
-    A child counts only once an earlier answer of the hooks asked for it (the ShardDB carries
-    their status): before that, no one has asked yet.
+    A child is timed from the ShardDB's creation; without a readable one nothing says it is late.
+    Not from the hooks' own status: fed its own status back, the answer must not change.
     """
     grace = timedelta(seconds=grace_seconds)
     now = snap.now
@@ -64,7 +64,7 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
             ends.append(end)
     absent: list[str] = []
     holds: datetime | None = None
-    if children and snap.prior_conditions:
+    if children and snap.created is not None:
         wanted = []
         if snap.statefulset is None:
             wanted.append(f"{kinds.STATEFULSET.kind} {names.db_name(snap.name)}")
