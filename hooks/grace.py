@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from . import names
-from .snapshot import STUCK_ORDER, StuckPod
+from .snapshot import CORDONED, STUCK_ORDER, VOLUME_NODE, VOLUME_NODE_CORDONED, StuckPod
 
 # Troubles that may pass by themselves, and what a pod with one waits for.
 WAITS_FOR = {
@@ -60,30 +60,27 @@ def triage(pods: tuple[StuckPod, ...], now: datetime | None, grace_seconds: int)
     return Triage(tuple(failing), tuple(waiting), min(ends, default=None))
 
 
-# The scheduler's words for a pod whose volume lives on one node (a local volume) and for a cordoned node.
-VOLUME_NODE_CONFLICT = "volume node affinity conflict"
-CORDONED = "were unschedulable"
 WAITS_FOR_ITS_NODE = "for its volume's node"
 WAITS_FOR_CORDONED_NODE = "for its volume's node, which is cordoned"
 WAITS_ON_CORDON = "to be scheduled, with a node cordoned"
+WAITS_BY_PLACEMENT = {
+    VOLUME_NODE: WAITS_FOR_ITS_NODE,
+    VOLUME_NODE_CORDONED: WAITS_FOR_CORDONED_NODE,
+    CORDONED: WAITS_ON_CORDON,
+}
 
 
 def waits_for(pod: StuckPod) -> str:
-    """What ``pod`` waits for: a class of the scheduler's message, which stays put while the nodes do.
+    """What ``pod`` waits for; for an unschedulable one, the class of the scheduler's message (``StuckPod.placement``).
 
-    The scheduler names no node; the pod's volume's node is in its PersistentVolume, not in the pod.
-    On a drain the cordoned node is the one holding the volume; the others report the conflict.
+    The scheduler names no node, and the pod's volume's node is in its PersistentVolume, not in
+    the pod. On a drain the cordoned node is the one holding the volume; the others report the conflict.
     """
-    if pod.reason != "Unschedulable":
-        return WAITS_FOR[pod.reason]
-    conflict, cordoned = VOLUME_NODE_CONFLICT in pod.detail, CORDONED in pod.detail
-    if conflict and cordoned:
-        return WAITS_FOR_CORDONED_NODE
-    if conflict:
-        return WAITS_FOR_ITS_NODE
-    if cordoned:
-        return WAITS_ON_CORDON
-    return WAITS_FOR[pod.reason]
+    return (
+        WAITS_BY_PLACEMENT.get(pod.placement, WAITS_FOR[pod.reason])
+        if pod.reason == "Unschedulable"
+        else WAITS_FOR[pod.reason]
+    )
 
 
 NOUNS = {names.DB: "shard", names.SEED: "seed", names.CACHE: "cache"}

@@ -144,6 +144,7 @@ class StuckPod:
     detail: str
     ordinal: int = -1  # a shard pod's ordinal, so db-10 sorts after db-9; -1 for other pods
     since: datetime | None = None  # None (no readable time): no grace, it counts at once
+    placement: str = ""  # for an unschedulable pod, what the scheduler's whole message says of its nodes
 
     def sort_key(self) -> tuple[int, int, str]:
         """Furthest from running first, then shards by ordinal."""
@@ -483,6 +484,23 @@ DETAIL_MAX = 120
 CRASHES_FOR_A_LOOP = 2  # a running container that crashed this often and is not ready is in a loop
 
 
+# What a scheduler's message says of the nodes (Kubernetes 1.34 words, and the older ones for a volume).
+VOLUME_NODE_WORDS = ("didn't match PersistentVolume's node affinity", "volume node affinity conflict")
+CORDONED_WORDS = "node(s) were unschedulable"
+VOLUME_NODE = "volume-node"  # the pod's volume is bound to one node, and the pod cannot go there
+VOLUME_NODE_CORDONED = "volume-node-cordoned"  # … and a node is cordoned: on a drain, that one
+CORDONED = "cordoned"  # a node is cordoned, no volume bound elsewhere
+
+
+def placement(message: str) -> str:
+    """The class of the scheduler's message for an unschedulable pod; '' when it says neither."""
+    volume = any(words in message for words in VOLUME_NODE_WORDS)
+    cordoned = CORDONED_WORDS in message
+    if volume:
+        return VOLUME_NODE_CORDONED if cordoned else VOLUME_NODE
+    return CORDONED if cordoned else ""
+
+
 def _stuck(pod: Pod, ordinal: int | None) -> StuckPod | None:
     """Why ``pod`` cannot start, if it cannot; a pod still pulling or starting is not stuck."""
     component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
@@ -493,7 +511,8 @@ def _stuck(pod: Pod, ordinal: int | None) -> StuckPod | None:
     )
     found = []
     if scheduled is not None and scheduled.status == "False" and scheduled.reason == "Unschedulable":
-        found.append(StuckPod(pod.metadata.name, component, "Unschedulable", _short(scheduled.message), at, since))
+        said = scheduled.message
+        found.append(StuckPod(pod.metadata.name, component, "Unschedulable", _short(said), at, since, placement(said)))
     for status in (*pod.status.init_container_statuses, *pod.status.container_statuses):
         reason, detail = _container_problem(status)
         if reason:
