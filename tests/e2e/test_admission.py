@@ -1,0 +1,154 @@
+"""What admission refuses is named in Degraded, on the real stack: a quota, Pod Security, a refused child.
+
+The refusals are the real API server's own (the ResourceQuota and PodSecurity admission plugins,
+a ValidatingAdmissionPolicy); the StatefulSet controller and Metacontroller are the real ones.
+The stack runs no resource quota controller, so the test writes the quota's first status as that
+controller would; from then on the admission plugin counts the pods it admits itself.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.cluster.kube import Kube, error_message
+
+from .sharddbs import SPEC, ShardDBs, condition, wait_until
+
+Obj = dict[str, Any]
+GRACE = 10  # spec.podStartGraceSeconds
+
+
+def _degraded(sharddbs: ShardDBs, name: str, reason: str, timeout: float = 90.0) -> Obj:
+    found: Obj = wait_until(
+        f"Degraded={reason}",
+        lambda: (c := condition(sharddbs.get(name), "Degraded")).get("reason") == reason and c,
+        timeout=timeout,
+    )
+    return found
+
+
+def _events(kube: Kube, namespace: str, kind: str, name: str) -> list[Obj]:
+    response = kube.http.get(f"/api/v1/namespaces/{namespace}/events")
+    assert response.status_code == 200, error_message(response)
+    items: list[Obj] = response.json()["items"]
+    return [e for e in items if e["involvedObject"].get("kind") == kind and e["involvedObject"].get("name") == name]
+
+
+def test_a_shard_pod_a_quota_refuses_is_named_after_the_grace(kube: Kube, namespace: str, sharddbs: ShardDBs) -> None:
+    quotas = f"/api/v1/namespaces/{namespace}/resourcequotas"
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": {"pods": "2"}}}
+    response = kube.http.post(quotas, json=quota)
+    assert response.status_code == 201, error_message(response)
+    stored = response.json()
+    stored["status"] = {"hard": {"pods": "2"}, "used": {"pods": "0"}}
+    response = kube.http.put(f"{quotas}/q/status", json=stored)
+    assert response.status_code == 200, error_message(response)
+
+    sharddbs.create("q", {**SPEC, "podStartGraceSeconds": GRACE})
+    degraded = _degraded(sharddbs, "q", "ShardPodsMissing")
+    pods = {pod["metadata"]["name"] for pod in sharddbs.items("Pod", "app.kubernetes.io/component=db")}
+    assert len(pods) == 2, pods
+    (missing,) = {f"q-db-{ordinal}" for ordinal in range(3)} - pods
+    assert degraded["message"] == (
+        f"shard pod {missing} does not exist {GRACE} s after the StatefulSet asked for it: "
+        "read `kubectl describe statefulset q-db` (its FailedCreate events)"
+    )
+    refusals = [e["message"] for e in _events(kube, namespace, "StatefulSet", "q-db") if e["reason"] == "FailedCreate"]
+    assert any("exceeded quota: q" in message for message in refusals), refusals
+
+
+def test_shard_pods_pod_security_refuses_are_named_after_the_grace(
+    kube: Kube, namespace: str, sharddbs: ShardDBs
+) -> None:
+    labels = {"pod-security.kubernetes.io/enforce": "baseline"}
+    response = kube.merge_patch("Namespace", namespace, "", {"metadata": {"labels": labels}})
+    assert response.status_code == 200, error_message(response)
+    sharddbs.create("psa", {**SPEC, "db": {"securityContext": {"privileged": True}}, "podStartGraceSeconds": GRACE})
+    degraded = _degraded(sharddbs, "psa", "ShardPodsMissing")
+    assert degraded["message"].startswith(f"shard pods psa-db-0, psa-db-1, psa-db-2 do not exist {GRACE} s after")
+    refusals = [
+        e["message"] for e in _events(kube, namespace, "StatefulSet", "psa-db") if e["reason"] == "FailedCreate"
+    ]
+    assert any('violates PodSecurity "baseline:latest"' in message for message in refusals), refusals
+
+
+def _deny_privileged_statefulsets(kube: Kube, namespace: str) -> None:
+    """A ValidatingAdmissionPolicy in the API server itself, bound to this namespace only."""
+    name = f"no-privileged-statefulsets-{namespace}"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["apps"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["statefulsets"],
+                    }
+                ]
+            },
+            "validations": [
+                {
+                    "expression": "object.spec.template.spec.containers.all(c, !has(c.securityContext) || "
+                    "!has(c.securityContext.privileged) || !c.securityContext.privileged)",
+                    "message": "privileged containers are disallowed by cluster policy",
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+        },
+    }
+    base = "/apis/admissionregistration.k8s.io/v1"
+    for plural, obj in (("validatingadmissionpolicies", policy), ("validatingadmissionpolicybindings", binding)):
+        response = kube.http.post(f"{base}/{plural}", json=obj)
+        assert response.status_code == 201, error_message(response)
+    probe = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "probe"},
+        "spec": {
+            "selector": {"matchLabels": {"probe": "p"}},
+            "serviceName": "probe",
+            "template": {
+                "metadata": {"labels": {"probe": "p"}},
+                "spec": {"containers": [{"name": "c", "image": "x", "securityContext": {"privileged": True}}]},
+            },
+        },
+    }
+    deadline = time.monotonic() + 30
+    while True:  # the policy takes effect once the API server's informer has it
+        response = kube.http.post(
+            f"/apis/apps/v1/namespaces/{namespace}/statefulsets", params={"dryRun": "All"}, json=probe
+        )
+        if response.status_code != 201 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert response.status_code in (400, 403, 422), error_message(response)
+
+
+def test_a_statefulset_admission_refuses_is_named_after_the_grace(
+    kube: Kube, namespace: str, sharddbs: ShardDBs
+) -> None:
+    _deny_privileged_statefulsets(kube, namespace)
+    sharddbs.create("ref", {**SPEC, "db": {"securityContext": {"privileged": True}}, "podStartGraceSeconds": GRACE})
+    degraded = _degraded(sharddbs, "ref", "ChildrenMissing", timeout=120)
+    assert degraded["message"] == (
+        f"StatefulSet ref-db does not exist {GRACE} s after the ShardDB was created: "
+        "read the ShardDB's events (`kubectl describe sharddb ref`: SyncError)"
+    )
+    assert not sharddbs.exists("StatefulSet", "ref-db")
+    errors = [e["message"] for e in _events(kube, namespace, "ShardDB", "ref") if e["reason"] == "SyncError"]
+    assert any("privileged containers are disallowed by cluster policy" in message for message in errors), errors
