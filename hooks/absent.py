@@ -27,8 +27,8 @@ class Absent:
     pods: tuple[MissingPod, ...] = ()  # past the grace: Degraded names them
     pods_waiting: tuple[MissingPod, ...] = ()  # within it: Progressing names them
     children: tuple[str, ...] = ()  # "StatefulSet demo-db", past the grace
-    recheck_at: datetime | None = None  # a missing pod's grace runs out: no event may come then
-    holds_until: datetime | None = None  # a missing child's grace runs out: Metacontroller retries by itself
+    recheck_at: datetime | None = None  # a missing pod's or child's grace runs out: no call may come then
+    holds_until: datetime | None = None  # a missing child's grace runs out: the answer changes, whoever calls
 
 
 def _end(since: datetime | None, grace: timedelta) -> datetime | None:
@@ -75,6 +75,11 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
             absent = wanted
         elif wanted:
             holds = end
+            # Once an earlier answer asked for it, a refused create is retried with a growing back-off:
+            # ask for the call at the grace's end rather than wait for a late retry. A first answer
+            # (every new ShardDB's) asks for none: its children are created in the next moment.
+            if snap.prior_conditions and end is not None:
+                ends.append(end)
     return Absent(tuple(failing), tuple(waiting), tuple(absent), min(ends, default=None), holds)
 
 

@@ -164,8 +164,13 @@ def test_a_child_not_created_within_the_grace_changes_nothing_yet() -> None:
     assert condition(answer(refused_world(), after(GRACE - 1)), "Degraded")["status"] == "False"
 
 
-def test_a_missing_child_asks_for_no_call_since_metacontroller_retries_a_refused_one() -> None:
-    assert "resyncAfterSeconds" not in answer(refused_world(), after(10))
+def test_a_missing_child_asks_to_be_called_when_its_grace_runs_out() -> None:
+    """Metacontroller retries a refused create, but with a growing back-off: the hooks ask for the call."""
+    assert answer(refused_world(), after(10))["resyncAfterSeconds"] == GRACE - 10
+
+
+def test_a_first_answer_asks_for_no_call_though_no_child_exists_yet() -> None:
+    assert "resyncAfterSeconds" not in answer(World(sharddb("demo")), after(10))
 
 
 def test_the_etag_of_an_answer_with_a_missing_child_carries_the_grace() -> None:
