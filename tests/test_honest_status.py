@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -389,3 +390,15 @@ def test_a_request_with_a_pod_node_name_that_is_no_string_is_refused_with_4xx() 
         handler.sync(json.dumps(request).encode(), finalize=False, now=at(after(1)))
     assert 400 <= refused.value.status < 500
     assert "nodeName" in refused.value.message
+
+
+# --- the docs ---------------------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+@pytest.mark.parametrize("reason", ["ChildrenMissing", "ShardPodsMissing", "NodeLost"])
+def test_each_new_degraded_reason_is_listed_in_the_status_guide_and_the_runbooks(reason: str) -> None:
+    table = (DOCS / "api" / "status.md").read_text().split("| `Degraded` |", 1)[1].split("\n", 1)[0]
+    assert f"`{reason}`" in table
+    assert f"| `{reason}` |" in (DOCS / "runbooks" / "index.md").read_text()
