@@ -27,6 +27,7 @@ class Absent:
     pods: tuple[MissingPod, ...] = ()  # past the grace: Degraded names them
     pods_waiting: tuple[MissingPod, ...] = ()  # within it: Progressing names them
     children: tuple[str, ...] = ()  # "StatefulSet demo-db", past the grace
+    cache_refused: str | None = None  # the cache Deployment's FailedCreate message, past the grace
     recheck_at: datetime | None = None  # a missing pod's or child's grace runs out: no call may come then
     holds_until: datetime | None = None  # a missing child's grace runs out: the answer changes, whoever calls
 
@@ -80,7 +81,22 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
             # (every new ShardDB's) asks for none: its children are created in the next moment.
             if snap.prior_conditions and end is not None:
                 ends.append(end)
-    return Absent(tuple(failing), tuple(waiting), tuple(absent), min(ends, default=None), holds)
+    refused = None
+    cache = snap.cache
+    if cache is not None and cache.refused is not None:
+        end = _end(cache.refused_since, grace)
+        if _counts(end, now):
+            refused = cache.refused
+        elif end is not None:
+            ends.append(end)  # the ReplicaSet controller retries with no change the hooks would see
+    return Absent(
+        pods=tuple(failing),
+        pods_waiting=tuple(waiting),
+        children=tuple(absent),
+        cache_refused=refused,
+        recheck_at=min(ends, default=None),
+        holds_until=holds,
+    )
 
 
 def _listed(items: list[str]) -> str:
@@ -112,6 +128,14 @@ def children_message(name: str, children: tuple[str, ...], grace_seconds: int) -
     return (
         f"{' and '.join(children)} {'does' if one else 'do'} not exist {grace_seconds} s after the ShardDB was "
         f"created: read the ShardDB's events (`kubectl describe sharddb {name}`: SyncError)"
+    )
+
+
+def cache_message(name: str, refused: str) -> str:
+    """``cache pods cannot be created: pods "demo-cache-7c9f4-" is forbidden: …; read …``."""
+    return (
+        f"cache pods cannot be created: {refused}; read `kubectl describe deployment {names.cache_name(name)}` "
+        "(its ReplicaFailure condition) and its ReplicaSet's FailedCreate events"
     )
 
 

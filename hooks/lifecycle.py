@@ -384,12 +384,15 @@ def _absent_problems(snap: Snapshot, missing: absent.Absent) -> list[tuple[str, 
         problems.append((SHARD_PODS_MISSING, absent.pods_message(snap.name, missing.pods, grace_seconds)))
     if snap.lost_pods:
         problems.append((NODE_LOST, absent.lost_message(snap.lost_pods)))
+    if missing.cache_refused is not None:
+        problems.append((CACHE_PODS_MISSING, absent.cache_message(snap.name, missing.cache_refused)))
     return problems
 
 
 CHILDREN_MISSING = "ChildrenMissing"
 SHARD_PODS_MISSING = "ShardPodsMissing"
 NODE_LOST = "NodeLost"
+CACHE_PODS_MISSING = "CachePodsMissing"
 
 
 def _waiting(progressing: ConditionState, waiting: tuple[StuckPod, ...], uncreated: str = "") -> ConditionState:

@@ -119,6 +119,9 @@ class CacheView:
     template: dict[str, Any] = field(default_factory=dict)  # the pod template as stored
     last_applied: str | None = None  # Metacontroller's record of what the hooks last asked for
     made: TemplateRecord = field(default_factory=lambda: TemplateRecord())
+    # The Deployment's ReplicaFailure (FailedCreate): its ReplicaSet's refused create, in its own words.
+    refused: str | None = None
+    refused_since: datetime | None = None  # the condition's lastTransitionTime: where its grace starts
 
     def held_template(self) -> dict[str, Any]:
         """The pod template to keep while the cache waits for the shards, or the ShardDB stops."""
@@ -552,7 +555,18 @@ def _cache_view(deployment: Deployment) -> CacheView:
         c.type == "Progressing" and c.status == "False" and c.reason == "ProgressDeadlineExceeded"
         for c in deployment.status.conditions
     )
+    # The ReplicaSet controller sets it once, at its first refused create, and the Deployment copies it.
+    failure = next(
+        (
+            c
+            for c in deployment.status.conditions
+            if c.type == "ReplicaFailure" and c.status == "True" and c.reason == "FailedCreate"
+        ),
+        None,
+    )
     return CacheView(
+        refused=_short(failure.message) if failure is not None else None,
+        refused_since=clock.parse(failure.last_transition_time) if failure is not None else None,
         replicas=deployment.spec.replicas if deployment.spec.replicas is not None else 1,
         status_replicas=deployment.status.replicas,
         ready=deployment.status.ready_replicas,

@@ -392,12 +392,50 @@ def test_a_request_with_a_pod_node_name_that_is_no_string_is_refused_with_4xx() 
     assert "nodeName" in refused.value.message
 
 
+# --- cache pods the ReplicaSet could not create ------------------------------------------------
+
+QUOTA = 'pods "demo-cache-7c9f4-" is forbidden: exceeded quota: q, requested: pods=1, used: pods=4, limited: pods=4'
+
+
+def refused_cache_world(since: str = CREATED) -> World:
+    """Shards up, seeded and registered; the cache Deployment's ReplicaSet was refused both its pods."""
+    world = World(sharddb("demo"))
+    for _ in range(6):
+        step(world, direct)
+        world.run_statefulset()
+        for job in world.jobs():
+            if not job["status"].get("conditions"):
+                world.finish_job(3)
+        if world.cache() is not None:
+            break
+    deployment = world.cache()
+    assert deployment is not None
+    failure = {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": QUOTA}
+    deployment["status"] = {"replicas": 0, "conditions": [{**failure, "lastTransitionTime": since}]}
+    return world
+
+
+def test_cache_pods_a_quota_refuses_are_named_with_the_replicasets_words_after_the_grace() -> None:
+    degraded = condition(answer(refused_cache_world(), after(GRACE)), "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "CachePodsMissing")
+    assert degraded["message"] == (
+        f"cache pods cannot be created: {QUOTA}; read `kubectl describe deployment demo-cache` "
+        "(its ReplicaFailure condition) and its ReplicaSet's FailedCreate events"
+    )
+
+
+def test_cache_pods_refused_within_the_grace_ask_to_be_called_when_it_runs_out() -> None:
+    body = answer(refused_cache_world(), after(30))
+    assert condition(body, "Degraded")["status"] == "False"
+    assert body["resyncAfterSeconds"] == GRACE - 30
+
+
 # --- the docs ---------------------------------------------------------------------------------
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-@pytest.mark.parametrize("reason", ["ChildrenMissing", "ShardPodsMissing", "NodeLost"])
+@pytest.mark.parametrize("reason", ["ChildrenMissing", "ShardPodsMissing", "NodeLost", "CachePodsMissing"])
 def test_each_new_degraded_reason_is_listed_in_the_status_guide_and_the_runbooks(reason: str) -> None:
     table = (DOCS / "api" / "status.md").read_text().split("| `Degraded` |", 1)[1].split("\n", 1)[0]
     assert f"`{reason}`" in table

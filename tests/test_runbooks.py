@@ -110,6 +110,10 @@ SITUATIONS: dict[str, list[Snapshot]] = {
         refused_pod(now=WITHIN_GRACE),
         refused_pod(now=PAST_GRACE),
         snapshot(created=T0, now=PAST_GRACE),
+        available(
+            cache=replace(cache(ready=0, status_replicas=0), refused="exceeded quota: q", refused_since=T0),
+            now=PAST_GRACE,
+        ),
     ],
     "node-gone.md": [
         one_shard_down(),
