@@ -34,15 +34,21 @@ def _events(kube: Kube, namespace: str, kind: str, name: str) -> list[Obj]:
     return [e for e in items if e["involvedObject"].get("kind") == kind and e["involvedObject"].get("name") == name]
 
 
-def test_a_shard_pod_a_quota_refuses_is_named_after_the_grace(kube: Kube, namespace: str, sharddbs: ShardDBs) -> None:
+def _quota(kube: Kube, namespace: str, pods: int) -> None:
+    """A ResourceQuota ``q`` over ``pods`` pods, with the first status its controller would write."""
     quotas = f"/api/v1/namespaces/{namespace}/resourcequotas"
-    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": {"pods": "2"}}}
+    hard = {"pods": str(pods)}
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": hard}}
     response = kube.http.post(quotas, json=quota)
     assert response.status_code == 201, error_message(response)
     stored = response.json()
-    stored["status"] = {"hard": {"pods": "2"}, "used": {"pods": "0"}}
+    stored["status"] = {"hard": hard, "used": {"pods": "0"}}
     response = kube.http.put(f"{quotas}/q/status", json=stored)
     assert response.status_code == 200, error_message(response)
+
+
+def test_a_shard_pod_a_quota_refuses_is_named_after_the_grace(kube: Kube, namespace: str, sharddbs: ShardDBs) -> None:
+    _quota(kube, namespace, 2)
 
     sharddbs.create("q", {**SPEC, "podStartGraceSeconds": GRACE})
     degraded = _degraded(sharddbs, "q", "ShardPodsMissing")
@@ -55,6 +61,21 @@ def test_a_shard_pod_a_quota_refuses_is_named_after_the_grace(kube: Kube, namesp
     )
     refusals = [e["message"] for e in _events(kube, namespace, "StatefulSet", "q-db") if e["reason"] == "FailedCreate"]
     assert any("exceeded quota: q" in message for message in refusals), refusals
+
+
+def test_cache_pods_a_quota_refuses_are_named_with_its_words_after_the_grace(
+    kube: Kube, namespace: str, sharddbs: ShardDBs
+) -> None:
+    """Room for the shards and the seed (the admission plugin counts each pod it admits): none for the cache."""
+    _quota(kube, namespace, 4)
+    sharddbs.create("qc", {**SPEC, "podStartGraceSeconds": GRACE})
+    degraded = _degraded(sharddbs, "qc", "CachePodsMissing", timeout=180)
+    assert degraded["message"].startswith('cache pods cannot be created: pods "qc-cache-')
+    assert "is forbidden: exceeded quota: q" in degraded["message"]
+    assert degraded["message"].endswith(
+        "read `kubectl describe deployment qc-cache` (its ReplicaFailure condition) and its ReplicaSet's "
+        "FailedCreate events"
+    )
 
 
 def test_shard_pods_pod_security_refuses_are_named_after_the_grace(
