@@ -28,6 +28,7 @@ class Absent:
     pods_waiting: tuple[MissingPod, ...] = ()  # within it: Progressing names them
     children: tuple[str, ...] = ()  # "StatefulSet demo-db", past the grace
     cache_refused: str | None = None  # the cache Deployment's FailedCreate message, past the grace
+    seed_refused: tuple[int, ...] = ()  # shard counts of seed Jobs with no pod, past the grace
     recheck_at: datetime | None = None  # a missing pod's or child's grace runs out: no call may come then
     holds_until: datetime | None = None  # a missing child's grace runs out: the answer changes, whoever calls
 
@@ -81,6 +82,15 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
             # (every new ShardDB's) asks for none: its children are created in the next moment.
             if snap.prior_conditions and end is not None:
                 ends.append(end)
+    seeds: list[int] = []
+    for job in snap.seed_jobs:
+        if job.podless_since is None or job.succeeded or job.failed:
+            continue
+        end = _end(job.podless_since, grace)
+        if _counts(end, now):
+            seeds.append(job.shards)
+        elif end is not None:
+            ends.append(end)  # the Job controller retries with a back-off the hooks would not see
     refused = None
     cache = snap.cache
     if cache is not None and cache.refused is not None:
@@ -94,6 +104,7 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
         pods_waiting=tuple(waiting),
         children=tuple(absent),
         cache_refused=refused,
+        seed_refused=tuple(seeds),
         recheck_at=min(ends, default=None),
         holds_until=holds,
     )
@@ -128,6 +139,16 @@ def children_message(name: str, children: tuple[str, ...], grace_seconds: int) -
     return (
         f"{' and '.join(children)} {'does' if one else 'do'} not exist {grace_seconds} s after the ShardDB was "
         f"created: read the ShardDB's events (`kubectl describe sharddb {name}`: SyncError)"
+    )
+
+
+def seed_message(name: str, shards: tuple[int, ...], grace_seconds: int) -> str:
+    """``seed Job demo-seed-3 has no pod 120 s after it started: read …``."""
+    jobs = [names.seed_job_name(name, count) for count in shards]
+    return "; ".join(
+        f"seed Job {job} has no pod {grace_seconds} s after it started: "
+        f"read `kubectl describe job {job}` (its FailedCreate events)"
+        for job in jobs
     )
 
 

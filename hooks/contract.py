@@ -110,6 +110,8 @@ class JobStatus(_Lean, frozen=True):
     active: Int32 = 0
     succeeded: Int32 = 0
     failed: Int32 = 0
+    terminating: Int32 | None = None
+    start_time: str | None = None  # set by the Job controller as it first syncs, before any pod
     conditions: list[Condition] = []
 
 

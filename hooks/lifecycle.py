@@ -384,6 +384,8 @@ def _absent_problems(snap: Snapshot, missing: absent.Absent) -> list[tuple[str, 
         problems.append((SHARD_PODS_MISSING, absent.pods_message(snap.name, missing.pods, grace_seconds)))
     if snap.lost_pods:
         problems.append((NODE_LOST, absent.lost_message(snap.lost_pods)))
+    if missing.seed_refused:
+        problems.append((SEED_PODS_MISSING, absent.seed_message(snap.name, missing.seed_refused, grace_seconds)))
     if missing.cache_refused is not None:
         problems.append((CACHE_PODS_MISSING, absent.cache_message(snap.name, missing.cache_refused)))
     return problems
@@ -393,6 +395,7 @@ CHILDREN_MISSING = "ChildrenMissing"
 SHARD_PODS_MISSING = "ShardPodsMissing"
 NODE_LOST = "NodeLost"
 CACHE_PODS_MISSING = "CachePodsMissing"
+SEED_PODS_MISSING = "SeedPodsMissing"
 
 
 def _waiting(progressing: ConditionState, waiting: tuple[StuckPod, ...], uncreated: str = "") -> ConditionState:

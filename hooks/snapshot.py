@@ -7,7 +7,7 @@ that tests can feed directly, without HTTP or Kubernetes-shaped JSON.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -201,6 +201,8 @@ class SeedJobView:
     failed: bool
     reason: str = ""  # the Job controller's reason for failing (DeadlineExceeded, BackoffLimitExceeded)
     message: str = ""
+    # Started by its controller, no pod counted at all and none observed: its pod was refused.
+    podless_since: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +300,8 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
             if deployment.metadata.name == names.cache_name(name):
                 cache = _cache_view(deployment)
         jobs = tuple(sorted(_seed_jobs(name, (children.jobs or {}).values()), key=lambda job: job.shards))
+        if related is not None and related.pods is not None:
+            jobs = _podless(jobs, name, related.pods.values())
         observed = _observed(children)
 
     registered: frozenset[int] = frozenset()
@@ -590,13 +594,42 @@ def _seed_jobs(name: str, jobs: Iterable[Job]) -> Iterable[SeedJobView]:
         true = {c.type: c for c in job.status.conditions if c.status == "True"}
         # FailureTarget comes first (Kubernetes 1.31+), while the Job's pods still stop.
         failure = true.get("Failed") or true.get("FailureTarget")
+        status = job.status
+        counted = status.active or status.succeeded or status.failed or status.terminating or true
         yield SeedJobView(
             shards=shards,
             succeeded="Complete" in true,
             failed=failure is not None,
             reason=failure.reason if failure else "",
             message=_short(failure.message) if failure else "",
+            podless_since=None if counted else clock.parse(status.start_time),
         )
+
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+def _podless(jobs: tuple[SeedJobView, ...], name: str, found: Iterable[Pod]) -> tuple[SeedJobView, ...]:
+    """Keep a Job's podless mark only where no pod of it is observed (its pod's event came first).
+
+    A Job's pod carries its name as a label, and is named after it (``<job>-<suffix>``).
+    """
+    pods = list(found)
+
+    def has_pod(job: str) -> bool:
+        return any(
+            pod.metadata.labels.get(JOB_NAME_LABEL) == job
+            or pod.metadata.labels.get("job-name") == job
+            or pod.metadata.name.startswith(f"{job}-")
+            for pod in pods
+        )
+
+    return tuple(
+        replace(job, podless_since=None)
+        if job.podless_since is not None and has_pod(names.seed_job_name(name, job.shards))
+        else job
+        for job in jobs
+    )
 
 
 def _registered(name: str, slices: Mapping[str, EndpointSlice]) -> frozenset[int]:

@@ -430,12 +430,50 @@ def test_cache_pods_refused_within_the_grace_ask_to_be_called_when_it_runs_out()
     assert body["resyncAfterSeconds"] == GRACE - 30
 
 
+# --- a seed Job whose pod was refused ------------------------------------------------------------
+
+
+def podless_seed_world(started: str = CREATED) -> World:
+    """Shards ready: the seed Job exists and its controller started it; its pod was refused."""
+    world = World(sharddb("demo"))
+    step(world, direct)
+    world.run_statefulset()
+    step(world, direct)
+    job = world.job(3)
+    assert job is not None
+    job["status"] = {"startTime": started, "active": 0}
+    return world
+
+
+def test_a_seed_job_whose_pod_is_refused_is_named_after_the_grace() -> None:
+    degraded = condition(answer(podless_seed_world(), after(GRACE)), "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "SeedPodsMissing")
+    assert degraded["message"] == (
+        "seed Job demo-seed-3 has no pod 120 s after it started: "
+        "read `kubectl describe job demo-seed-3` (its FailedCreate events)"
+    )
+
+
+def test_a_seed_job_whose_pod_is_observed_has_no_pod_missing() -> None:
+    world = podless_seed_world()
+    world.run_seed_pod(3)
+    assert condition(answer(world, after(GRACE)), "Degraded")["reason"] != "SeedPodsMissing"
+
+
+def test_a_seed_job_without_a_pod_within_the_grace_asks_to_be_called_when_it_runs_out() -> None:
+    body = answer(podless_seed_world(), after(30))
+    assert condition(body, "Degraded")["status"] == "False"
+    assert body["resyncAfterSeconds"] == GRACE - 30
+
+
 # --- the docs ---------------------------------------------------------------------------------
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-@pytest.mark.parametrize("reason", ["ChildrenMissing", "ShardPodsMissing", "NodeLost", "CachePodsMissing"])
+@pytest.mark.parametrize(
+    "reason", ["ChildrenMissing", "ShardPodsMissing", "NodeLost", "SeedPodsMissing", "CachePodsMissing"]
+)
 def test_each_new_degraded_reason_is_listed_in_the_status_guide_and_the_runbooks(reason: str) -> None:
     table = (DOCS / "api" / "status.md").read_text().split("| `Degraded` |", 1)[1].split("\n", 1)[0]
     assert f"`{reason}`" in table
