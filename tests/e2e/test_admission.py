@@ -63,6 +63,19 @@ def test_a_shard_pod_a_quota_refuses_is_named_after_the_grace(kube: Kube, namesp
     assert any("exceeded quota: q" in message for message in refusals), refusals
 
 
+def test_a_seed_pod_a_quota_refuses_is_named_after_the_grace(kube: Kube, namespace: str, sharddbs: ShardDBs) -> None:
+    """Room for the shards only: the seed Job starts, and its pod is refused."""
+    _quota(kube, namespace, 3)
+    sharddbs.create("qs", {**SPEC, "podStartGraceSeconds": GRACE})
+    degraded = _degraded(sharddbs, "qs", "SeedPodsMissing", timeout=180)
+    assert degraded["message"] == (
+        f"seed Job qs-seed-3 has no pod {GRACE} s after it started: "
+        "read `kubectl describe job qs-seed-3` (its FailedCreate events)"
+    )
+    refusals = [e["message"] for e in _events(kube, namespace, "Job", "qs-seed-3") if e["reason"] == "FailedCreate"]
+    assert any("exceeded quota: q" in message for message in refusals), refusals
+
+
 def test_cache_pods_a_quota_refuses_are_named_with_its_words_after_the_grace(
     kube: Kube, namespace: str, sharddbs: ShardDBs
 ) -> None:
