@@ -41,6 +41,19 @@ class ObjectMeta(_Lean, frozen=True):
     deletion_timestamp: str | None = None
 
 
+class ManagedFieldsEntry(_Lean, frozen=True):
+    """Who last wrote an object, and when: only the time and whether it was the status."""
+
+    time: str | None = None
+    subresource: str = ""
+
+
+class WorkloadMeta(ObjectMeta, frozen=True):
+    """A workload's metadata with its writers' times: when its spec may last have asked for more pods."""
+
+    managed_fields: list[ManagedFieldsEntry] = []
+
+
 class Condition(_Lean, frozen=True):
     type: str
     status: str
@@ -67,7 +80,7 @@ class StatefulSetStatus(_Lean, frozen=True):
 
 
 class StatefulSet(_Lean, frozen=True):
-    metadata: ObjectMeta
+    metadata: WorkloadMeta
     kind: Literal["StatefulSet"] | None = None
     spec: StatefulSetSpec = StatefulSetSpec()
     status: StatefulSetStatus = StatefulSetStatus()
@@ -97,6 +110,8 @@ class JobStatus(_Lean, frozen=True):
     active: Int32 = 0
     succeeded: Int32 = 0
     failed: Int32 = 0
+    terminating: Int32 | None = None
+    start_time: str | None = None  # set by the Job controller as it first syncs, before any pod
     conditions: list[Condition] = []
 
 
@@ -156,8 +171,13 @@ class ContainerStatus(_Lean, frozen=True):
     last_state: ContainerState = ContainerState()
 
 
+class PodSpec(_Lean, frozen=True):
+    node_name: str = ""
+
+
 class PodStatus(_Lean, frozen=True):
     phase: str = ""
+    reason: str = ""  # NodeLost: the pod's node stopped reporting
     conditions: list[Condition] = []
     container_statuses: list[ContainerStatus] = []
     init_container_statuses: list[ContainerStatus] = []
@@ -166,6 +186,7 @@ class PodStatus(_Lean, frozen=True):
 class Pod(_Lean, frozen=True):
     metadata: ObjectMeta
     kind: Literal["Pod"] | None = None
+    spec: PodSpec = PodSpec()
     status: PodStatus = PodStatus()
 
 

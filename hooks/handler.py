@@ -64,7 +64,9 @@ def sync(body: bytes, *, finalize: bool, now: Clock = system_clock) -> Outcome:
         parent=f"{snap.namespace}/{snap.name}",
         phase=decision.phase.value,
         changes=changes(snap.observed, reply["children"], decision.finalized),
-        fresh_until=decision.recheck_at,
+        fresh_until=min(
+            (moment for moment in (decision.recheck_at, decision.holds_until) if moment is not None), default=None
+        ),
     )
 
 

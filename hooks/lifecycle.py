@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from . import grace, names, pods, quantity, templates
+from . import absent, grace, names, pods, quantity, templates
 from .applied import contains
 from .snapshot import Snapshot, StuckPod, TemplateRecord
 
@@ -76,6 +76,8 @@ class Decision:
     cache_updated_replicas: int = 0
     # When a pod's grace runs out and the answer changes with no event: ask to be called again then.
     recheck_at: datetime | None = None
+    # When the answer changes though no call need be asked for (a missing child's grace): the ETag's deadline.
+    holds_until: datetime | None = None
     # What each template was made from, recorded on its child; the components whose newer template waits.
     db_made: TemplateRecord = field(default_factory=TemplateRecord)
     cache_made: TemplateRecord = field(default_factory=TemplateRecord)
@@ -212,6 +214,8 @@ def _sync(snap: Snapshot) -> Decision:
     rollout = _rollout(snap, shards, ready, all_registered, db_template, cache_template)
     # A pod that waits a moment (for a node, a Secret) is progress until its grace runs out.
     troubles = grace.triage(snap.stuck_pods, snap.now, spec.pod_start_grace_seconds)
+    # What admission refused: pods and children asked for that do not exist past the grace.
+    missing = absent.find(snap, spec.pod_start_grace_seconds, children=not spec.paused)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
     tolerated = 1 if rollout.shards_rolling and not _stuck(troubles.failing, names.DB) else 0
 
@@ -241,8 +245,14 @@ def _sync(snap: Snapshot) -> Decision:
     size, storage_class = _storage(snap)
     policy, claim_templates = _immutable(snap)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
-    problems = _problems(snap, troubles.failing, shards, seed_failed, size, storage_class, serving_ok)
-    progressing = _waiting(_progressing(snap, phase, shards, ready, registered, seed_failed, rollout), troubles.waiting)
+    problems = _absent_problems(snap, missing) + _problems(
+        snap, troubles.failing, shards, seed_failed, size, storage_class, serving_ok
+    )
+    progressing = _waiting(
+        _progressing(snap, phase, shards, ready, registered, seed_failed, rollout),
+        troubles.waiting,
+        absent.waiting_message(missing.pods_waiting) if missing.pods_waiting else "",
+    )
     if newer and not progressing.status:
         waiting = f"; a newer pod template waits for the {' and the '.join(newer)}: {APPLY_HINT}"
         progressing = replace(progressing, message=_capped(progressing.message + waiting))
@@ -285,7 +295,8 @@ def _sync(snap: Snapshot) -> Decision:
         updated_shards=sts.rollout.updated if sts else 0,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
-        recheck_at=troubles.recheck_at,
+        recheck_at=_earliest(troubles.recheck_at, missing.recheck_at),
+        holds_until=missing.holds_until,
         db_made=db_made,
         # Held for the shards, the cache keeps its record too; the change it waits for rolls it after them.
         cache_made=_superseded(cache.made) if rollout.cache_held and cache else cache_made,
@@ -359,14 +370,42 @@ def _stuck(failing: tuple[StuckPod, ...], component: str) -> bool:
     return any(pod.component == component for pod in failing)
 
 
-def _waiting(progressing: ConditionState, waiting: tuple[StuckPod, ...]) -> ConditionState:
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((moment for moment in moments if moment is not None), default=None)
+
+
+def _absent_problems(snap: Snapshot, missing: absent.Absent) -> list[tuple[str, str]]:
+    """Children and shard pods that do not exist past the grace, and pods on a lost node: nothing runs there."""
+    grace_seconds = snap.spec.pod_start_grace_seconds
+    problems: list[tuple[str, str]] = []
+    if missing.children:
+        problems.append((CHILDREN_MISSING, absent.children_message(snap.name, missing.children, grace_seconds)))
+    if missing.pods:
+        problems.append((SHARD_PODS_MISSING, absent.pods_message(snap.name, missing.pods, grace_seconds)))
+    if snap.lost_pods:
+        problems.append((NODE_LOST, absent.lost_message(snap.lost_pods)))
+    if missing.seed_refused:
+        problems.append((SEED_PODS_MISSING, absent.seed_message(snap.name, missing.seed_refused, grace_seconds)))
+    if missing.cache_refused is not None:
+        problems.append((CACHE_PODS_MISSING, absent.cache_message(snap.name, missing.cache_refused)))
+    return problems
+
+
+CHILDREN_MISSING = "ChildrenMissing"
+SHARD_PODS_MISSING = "ShardPodsMissing"
+NODE_LOST = "NodeLost"
+CACHE_PODS_MISSING = "CachePodsMissing"
+SEED_PODS_MISSING = "SeedPodsMissing"
+
+
+def _waiting(progressing: ConditionState, waiting: tuple[StuckPod, ...], uncreated: str = "") -> ConditionState:
     """Pods within their grace keep the ShardDB progressing, and the message says what they wait for.
 
     A stop that needs a person (a failed seed) stays a stop.
     """
-    if not waiting:
+    if not waiting and not uncreated:
         return progressing
-    message = grace.waiting_message(waiting)
+    message = "; ".join(part for part in (uncreated, grace.waiting_message(waiting)) if part)
     if progressing.status:
         return replace(progressing, message=_capped(f"{progressing.message}; {message}"))
     if progressing.reason == COMPLETE:
@@ -519,10 +558,11 @@ def _hibernate(snap: Snapshot) -> Decision:
         message = "waiting for the running seed Job to finish before the shards stop"
     elif cache_busy or cache is not None or snap.budgets:
         shards, cache_replicas = observed_shards, (0 if cache_busy and cache else None)
-        message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
+        message = _blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
     else:
         shards, cache_replicas = 0, None
-        message = f"waiting for {snap.shard_pods} shard pods to drain and exit" if shards_busy else ""
+        draining = f"waiting for {snap.shard_pods} shard pods to drain and exit"
+        message = _blocked(snap, draining, names.DB) if shards_busy else ""
     asleep = not (seed_running or cache_busy or cache is not None or snap.budgets or shards_busy)
     phase = Phase.HIBERNATED if asleep else Phase.HIBERNATING
     if asleep:
@@ -573,6 +613,12 @@ def _stopping(
     )
 
 
+def _blocked(snap: Snapshot, message: str, component: str) -> str:
+    """A stopping step's message, with what blocks it on a lost node and what a person may do."""
+    blocked = absent.blocked_message(snap.lost_pods, component)
+    return _capped(f"{message}; {blocked}") if blocked else message
+
+
 def _finalize(snap: Snapshot) -> Decision:
     """Teardown: budgets and cache gone, then shards to zero and gone; never a step early.
 
@@ -587,13 +633,13 @@ def _finalize(snap: Snapshot) -> Decision:
     shards_busy = snap.shard_pods > 0 or (sts is not None and (sts.status_replicas > 0 or sts.replicas > 0))
     if cache_busy:
         phase = Phase.DRAINING_CACHE
-        message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
+        message = _blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
     elif snap.budgets:
         phase = Phase.DRAINING_CACHE
         message = "waiting for the disruption budgets to be deleted"
     elif shards_busy or (sts is not None and shards != sts.replicas):
         phase = Phase.DRAINING_SHARDS
-        message = f"waiting for {snap.shard_pods} shard pods to drain and exit"
+        message = _blocked(snap, f"waiting for {snap.shard_pods} shard pods to drain and exit", names.DB)
     else:
         phase = Phase.FINALIZED
         message = "cache and shards are gone; volumes are kept"

@@ -7,12 +7,22 @@ that tests can feed directly, without HTTP or Kubernetes-shaped JSON.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from . import applied, clock, contract, kinds, names, templates
-from .contract import Children, Condition, ContainerStatus, Deployment, EndpointSlice, Job, Pod, SyncRequest
+from .contract import (
+    Children,
+    Condition,
+    ContainerStatus,
+    Deployment,
+    EndpointSlice,
+    Job,
+    Pod,
+    StatefulSet,
+    SyncRequest,
+)
 from .spec import MAX_SHARDS, ShardDBSpec
 
 
@@ -109,6 +119,9 @@ class CacheView:
     template: dict[str, Any] = field(default_factory=dict)  # the pod template as stored
     last_applied: str | None = None  # Metacontroller's record of what the hooks last asked for
     made: TemplateRecord = field(default_factory=lambda: TemplateRecord())
+    # The Deployment's ReplicaFailure (FailedCreate): its ReplicaSet's refused create, in its own words.
+    refused: str | None = None
+    refused_since: datetime | None = None  # the condition's lastTransitionTime: where its grace starts
 
     def held_template(self) -> dict[str, Any]:
         """The pod template to keep while the cache waits for the shards, or the ShardDB stops."""
@@ -134,10 +147,51 @@ class StuckPod:
     detail: str
     ordinal: int = -1  # a shard pod's ordinal, so db-10 sorts after db-9; -1 for other pods
     since: datetime | None = None  # None (no readable time): no grace, it counts at once
+    placement: str = ""  # for an unschedulable pod, what the scheduler's whole message says of its nodes
 
     def sort_key(self) -> tuple[int, int, str]:
         """Furthest from running first, then shards by ordinal."""
         return (STUCK_ORDER.index(self.reason), self.ordinal, self.name)
+
+
+@dataclass(frozen=True)
+class MissingPod:
+    """A shard pod the StatefulSet asks for that does not exist, though its controller has tried.
+
+    ``since`` is when the StatefulSet last asked for more (created, or its spec last written): the
+    start grace is timed from it. Its controller's ``FailedCreate`` events say why (a quota, Pod
+    Security, a webhook); the hooks cannot read events, so they say where to look.
+    """
+
+    name: str
+    ordinal: int
+    since: datetime | None
+
+
+@dataclass(frozen=True)
+class LostPod:
+    """A pod whose node, as the pod itself shows, stopped reporting or is gone.
+
+    ``evidence`` says which of the pod's fields show it; it stays put while the node stays lost.
+    """
+
+    name: str
+    component: str
+    node: str
+    evidence: str
+    ordinal: int = -1
+    terminating: bool = False
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (
+            self.node,
+            LOST_ORDER.index(self.component) if self.component in LOST_ORDER else 9,
+            self.ordinal,
+            self.name,
+        )
+
+
+LOST_ORDER = (names.DB, names.CACHE, names.SEED)
 
 
 @dataclass(frozen=True)
@@ -147,6 +201,8 @@ class SeedJobView:
     failed: bool
     reason: str = ""  # the Job controller's reason for failing (DeadlineExceeded, BackoffLimitExceeded)
     message: str = ""
+    # Started by its controller, no pod counted at all and none observed: its pod was refused.
+    podless_since: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +224,9 @@ class Snapshot:
     cache_pods: int = 0
     shard_pods: int = 0
     stuck_pods: tuple[StuckPod, ...] = ()
+    missing_pods: tuple[MissingPod, ...] = ()  # shard pods asked for that the StatefulSet could not create
+    lost_pods: tuple[LostPod, ...] = ()  # pods on a node that stopped reporting, Terminating ones too
+    created: datetime | None = None  # the ShardDB's creationTimestamp: where a missing child's grace starts
     # Every observed child by (kind, name), with its replicas where it has some: what an answer changes.
     observed: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
     # When the request is answered, read once at the edge; None (no clock) gives no pod a grace.
@@ -198,6 +257,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
     db = names.db_name(name)
 
     statefulset = None
+    asked_since: datetime | None = None
     observed: dict[tuple[str, str], int | None] = {}
     service = cache_service = False
     budgets: frozenset[str] = frozenset()
@@ -227,6 +287,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
                     last_applied=sts.metadata.annotations.get(applied.LAST_APPLIED),
                     made=TemplateRecord.read(sts.metadata.annotations),
                 )
+                asked_since = _last_spec_write(sts)
         services = {svc.metadata.name for svc in (children.services or {}).values()}
         service = db in services
         cache_service = names.cache_name(name) in services
@@ -239,11 +300,15 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
             if deployment.metadata.name == names.cache_name(name):
                 cache = _cache_view(deployment)
         jobs = tuple(sorted(_seed_jobs(name, (children.jobs or {}).values()), key=lambda job: job.shards))
+        if related is not None and related.pods is not None:
+            jobs = _podless(jobs, name, related.pods.values())
         observed = _observed(children)
 
     registered: frozenset[int] = frozenset()
     cache_pods = shard_pods = 0
     stuck: list[StuckPod] = []
+    lost: list[LostPod] = []
+    missing: tuple[MissingPod, ...] = ()
     if related is not None:
         registered = _registered(name, related.endpointslices or {})
         for pod in (related.pods or {}).values():
@@ -257,11 +322,16 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
             problem = None if finished else _stuck(pod, names.shard_ordinal(name, pod.metadata.name))
             if problem is not None and not terminating:
                 stuck.append(problem)
+            gone = _lost(pod, names.shard_ordinal(name, pod.metadata.name))
+            if gone is not None:
+                lost.append(gone)
             component = labels.get(names.COMPONENT_LABEL)
             if component == names.CACHE:
                 cache_pods += 1
             elif component == names.DB:
                 shard_pods += 1
+        if related.pods is not None and statefulset is not None:
+            missing = _missing(name, statefulset, related.pods.values(), asked_since)
 
     return Snapshot(
         name=name,
@@ -281,11 +351,72 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         cache_pods=cache_pods,
         shard_pods=shard_pods,
         stuck_pods=tuple(sorted(stuck, key=StuckPod.sort_key)),
+        missing_pods=missing,
+        lost_pods=tuple(sorted(lost, key=LostPod.sort_key)),
+        created=clock.parse(parent.metadata.creation_timestamp),
         observed=observed,
         now=now,
         apply_templates=parent.metadata.annotations.get(names.APPLY_TEMPLATES_ANNOTATION),
         answered_generation=_answered(parent.status),
     )
+
+
+def _last_spec_write(sts: StatefulSet) -> datetime | None:
+    """When the StatefulSet last asked for more pods, at the latest: created, or any write but its status's."""
+    times = [clock.parse(sts.metadata.creation_timestamp)]
+    times += [clock.parse(entry.time) for entry in sts.metadata.managed_fields if entry.subresource != "status"]
+    known = [moment for moment in times if moment is not None]
+    return max(known, default=None)
+
+
+def _missing(name: str, sts: StatefulSetView, found: Iterable[Pod], since: datetime | None) -> tuple[MissingPod, ...]:
+    """Shard pods the StatefulSet asks for, that its controller tried to create and could not.
+
+    Only once its controller has seen the latest spec and counts fewer pods than it asks for:
+    a pod deleted a moment ago, or created a moment before its event reached the request, is
+    no pod missing. So a rollout or a scale-up never reads as one.
+    """
+    if sts.rollout.observed_generation < sts.rollout.generation or sts.status_replicas >= sts.replicas:
+        return ()
+    present = {pod.metadata.name for pod in found if pod.metadata.labels.get(names.INSTANCE_LABEL) == name}
+    return tuple(
+        MissingPod(names.shard_pod_name(name, ordinal), ordinal, since)
+        for ordinal in range(min(sts.replicas, MAX_SHARDS))
+        if names.shard_pod_name(name, ordinal) not in present
+    )
+
+
+# How a pod shows that its node is lost; each stays put while the node does.
+NOT_READY_BY_NODE_CONTROLLER = (
+    "Ready=False while its containers are ready: the node controller's mark of a node that stopped reporting"
+)
+NODE_LOST_REASON = "status.reason NodeLost"
+DELETED_NODE = "DisruptionTarget=True DeletionByPodGC: its Node object is gone"
+
+
+def _lost(pod: Pod, ordinal: int | None) -> LostPod | None:
+    """The pod's node, if the pod shows the node is lost (Kubernetes 1.34's node lifecycle and pod GC).
+
+    The kubelet sets Ready and ContainersReady together; only the node lifecycle controller turns a
+    pod's Ready False alone (``MarkPodsNotReady``) when its node stops reporting.
+    """
+    node = pod.spec.node_name
+    if not node:
+        return None
+    conditions = {c.type: c for c in pod.status.conditions}
+    ready, containers = conditions.get("Ready"), conditions.get("ContainersReady")
+    target = conditions.get("DisruptionTarget")
+    if pod.status.reason == "NodeLost":
+        evidence = NODE_LOST_REASON
+    elif target is not None and target.status == "True" and target.reason == "DeletionByPodGC":
+        evidence = DELETED_NODE
+    elif ready is not None and ready.status == "False" and containers is not None and containers.status == "True":
+        evidence = NOT_READY_BY_NODE_CONTROLLER
+    else:
+        return None
+    component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
+    terminating = pod.metadata.deletion_timestamp is not None
+    return LostPod(pod.metadata.name, component, node, evidence, -1 if ordinal is None else ordinal, terminating)
 
 
 def _observed(children: Children) -> dict[tuple[str, str], int | None]:
@@ -360,6 +491,23 @@ DETAIL_MAX = 120
 CRASHES_FOR_A_LOOP = 2  # a running container that crashed this often and is not ready is in a loop
 
 
+# What a scheduler's message says of the nodes (Kubernetes 1.34 words, and the older ones for a volume).
+VOLUME_NODE_WORDS = ("didn't match PersistentVolume's node affinity", "volume node affinity conflict")
+CORDONED_WORDS = "node(s) were unschedulable"
+VOLUME_NODE = "volume-node"  # the pod's volume is bound to one node, and the pod cannot go there
+VOLUME_NODE_CORDONED = "volume-node-cordoned"  # … and a node is cordoned: on a drain, that one
+CORDONED = "cordoned"  # a node is cordoned, no volume bound elsewhere
+
+
+def placement(message: str) -> str:
+    """The class of the scheduler's message for an unschedulable pod; '' when it says neither."""
+    volume = any(words in message for words in VOLUME_NODE_WORDS)
+    cordoned = CORDONED_WORDS in message
+    if volume:
+        return VOLUME_NODE_CORDONED if cordoned else VOLUME_NODE
+    return CORDONED if cordoned else ""
+
+
 def _stuck(pod: Pod, ordinal: int | None) -> StuckPod | None:
     """Why ``pod`` cannot start, if it cannot; a pod still pulling or starting is not stuck."""
     component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
@@ -370,7 +518,8 @@ def _stuck(pod: Pod, ordinal: int | None) -> StuckPod | None:
     )
     found = []
     if scheduled is not None and scheduled.status == "False" and scheduled.reason == "Unschedulable":
-        found.append(StuckPod(pod.metadata.name, component, "Unschedulable", _short(scheduled.message), at, since))
+        said = scheduled.message
+        found.append(StuckPod(pod.metadata.name, component, "Unschedulable", _short(said), at, since, placement(said)))
     for status in (*pod.status.init_container_statuses, *pod.status.container_statuses):
         reason, detail = _container_problem(status)
         if reason:
@@ -410,7 +559,18 @@ def _cache_view(deployment: Deployment) -> CacheView:
         c.type == "Progressing" and c.status == "False" and c.reason == "ProgressDeadlineExceeded"
         for c in deployment.status.conditions
     )
+    # The ReplicaSet controller sets it once, at its first refused create, and the Deployment copies it.
+    failure = next(
+        (
+            c
+            for c in deployment.status.conditions
+            if c.type == "ReplicaFailure" and c.status == "True" and c.reason == "FailedCreate"
+        ),
+        None,
+    )
     return CacheView(
+        refused=_short(failure.message) if failure is not None else None,
+        refused_since=clock.parse(failure.last_transition_time) if failure is not None else None,
         replicas=deployment.spec.replicas if deployment.spec.replicas is not None else 1,
         status_replicas=deployment.status.replicas,
         ready=deployment.status.ready_replicas,
@@ -434,13 +594,42 @@ def _seed_jobs(name: str, jobs: Iterable[Job]) -> Iterable[SeedJobView]:
         true = {c.type: c for c in job.status.conditions if c.status == "True"}
         # FailureTarget comes first (Kubernetes 1.31+), while the Job's pods still stop.
         failure = true.get("Failed") or true.get("FailureTarget")
+        status = job.status
+        counted = status.active or status.succeeded or status.failed or status.terminating or true
         yield SeedJobView(
             shards=shards,
             succeeded="Complete" in true,
             failed=failure is not None,
             reason=failure.reason if failure else "",
             message=_short(failure.message) if failure else "",
+            podless_since=None if counted else clock.parse(status.start_time),
         )
+
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+def _podless(jobs: tuple[SeedJobView, ...], name: str, found: Iterable[Pod]) -> tuple[SeedJobView, ...]:
+    """Keep a Job's podless mark only where no pod of it is observed (its pod's event came first).
+
+    A Job's pod carries its name as a label, and is named after it (``<job>-<suffix>``).
+    """
+    pods = list(found)
+
+    def has_pod(job: str) -> bool:
+        return any(
+            pod.metadata.labels.get(JOB_NAME_LABEL) == job
+            or pod.metadata.labels.get("job-name") == job
+            or pod.metadata.name.startswith(f"{job}-")
+            for pod in pods
+        )
+
+    return tuple(
+        replace(job, podless_since=None)
+        if job.podless_since is not None and has_pod(names.seed_job_name(name, job.shards))
+        else job
+        for job in jobs
+    )
 
 
 def _registered(name: str, slices: Mapping[str, EndpointSlice]) -> frozenset[int]:

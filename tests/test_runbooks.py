@@ -17,7 +17,7 @@ import pytest
 
 from hooks import pods
 from hooks.lifecycle import Decision, decide
-from hooks.snapshot import SeedJobView, Snapshot, StuckPod
+from hooks.snapshot import LostPod, MissingPod, SeedJobView, Snapshot, StuckPod
 
 from .hook import moment
 from .test_lifecycle import available, cache, made, snapshot, spec, sts
@@ -32,6 +32,29 @@ SCHEDULER = "0/3 nodes are available: 1 node(s) had volume node affinity conflic
 
 def unschedulable(name: str = "demo-db-2") -> StuckPod:
     return StuckPod(name, "db", "Unschedulable", SCHEDULER, int(name.rsplit("-", 1)[1]), T0)
+
+
+DRAINED = (
+    "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match PersistentVolume's node affinity."
+)
+NOT_READY = "Ready=False while its containers are ready: the node controller's mark of a node that stopped reporting"
+
+
+def lost(name: str = "demo-db-2", component: str = "db") -> LostPod:
+    return LostPod(name, component, "node-2", NOT_READY)
+
+
+def refused_pod(**fields: object) -> Snapshot:
+    """The StatefulSet controller created two of three shard pods: a quota refused demo-db-2."""
+    return snapshot(
+        statefulset=sts(ready=2, status_replicas=2), missing_pods=(MissingPod("demo-db-2", 2, T0),), **fields
+    )
+
+
+def drained(**fields: object) -> Snapshot:
+    """An Available ShardDB whose shard demo-db-2 a drain evicted; it waits for its volume's cordoned node."""
+    pod = StuckPod("demo-db-2", "db", "Unschedulable", DRAINED, 2, T0, "volume-node-cordoned")
+    return one_shard_down(stuck_pods=(pod,), **fields)
 
 
 def one_shard_down(**fields: object) -> Snapshot:
@@ -76,10 +99,27 @@ SITUATIONS: dict[str, list[Snapshot]] = {
             statefulset=sts(replicas=0, ready=0, seeded=3, status_replicas=1),
             shard_pods=1,
         ),
+        available(
+            finalizing=True,
+            cache=cache(replicas=0, ready=0, status_replicas=0),
+            cache_pods=1,
+            lost_pods=(lost("demo-cache-7c9f-0", "cache"),),
+        ),
+    ],
+    "admission-refuses.md": [
+        refused_pod(now=WITHIN_GRACE),
+        refused_pod(now=PAST_GRACE),
+        snapshot(created=T0, now=PAST_GRACE),
+        available(
+            cache=replace(cache(ready=0, status_replicas=0), refused="exceeded quota: q", refused_since=T0),
+            now=PAST_GRACE,
+        ),
     ],
     "node-gone.md": [
         one_shard_down(),
-        one_shard_down(stuck_pods=(unschedulable(),), now=PAST_GRACE),
+        one_shard_down(lost_pods=(lost(),)),
+        drained(now=WITHIN_GRACE),
+        drained(now=PAST_GRACE),
     ],
     "drain-waits-on-budget.md": [one_shard_down()],
     "newer-template-waits.md": [older_shard_template()],
