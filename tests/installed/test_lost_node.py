@@ -43,6 +43,17 @@ def bring_up(install: Install, name: str) -> None:
     wait_until(f"{name} Available", lambda: conditions(install, name).get("Available", ("",))[0] == "True", 300)
 
 
+def names_lost(install: Install, name: str, node: str) -> bool:
+    """``Degraded`` says NodeLost and names the node."""
+    found = install.get("sharddb", "-n", NAMESPACE, name)
+    degraded = [c for c in found.get("status", {}).get("conditions", []) if c["type"] == "Degraded"]
+    return any(c["reason"] == "NodeLost" and node in c.get("message", "") for c in degraded)
+
+
+def progressing(install: Install, name: str) -> str:
+    return conditions(install, name).get("Progressing", ("", ""))[1]
+
+
 def node_ready(install: Install, node: str) -> str:
     found = install.get("node", node)
     status: str = next(c["status"] for c in found["status"]["conditions"] if c["type"] == "Ready")
@@ -76,7 +87,7 @@ def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(ins
     patch = json.dumps({"spec": {"dbImage": images.POSTGRES_ROLLOUT}})
     with lost(install, node):
         install.kubectl("-n", NAMESPACE, "patch", "sharddb", "rolled", "--type=merge", "-p", patch)
-        time.sleep(30)
+        wait_until("the status naming the lost node", lambda: names_lost(install, "rolled", node.name), 120)
         stranded = [
             (pod["metadata"]["name"], pod["status"].get("phase"), bool(pod["metadata"].get("deletionTimestamp")))
             for pod in install.pods(NAMESPACE, "app.kubernetes.io/instance=rolled")
@@ -106,7 +117,7 @@ def test_a_deletion_waits_for_a_cache_pod_on_a_lost_node_and_keeps_its_order(ins
     mark = install.stack.audit.mark()
     with lost(install, node):
         install.kubectl("-n", NAMESPACE, "delete", "sharddb", "left", "--wait=false")
-        time.sleep(30)
+        wait_until("the status naming what blocks", lambda: "out-of-service" in progressing(install, "left"), 120)
         shards = install.pods(NAMESPACE, "app.kubernetes.io/instance=left,app.kubernetes.io/component=db")
         report(f"deletion with a cache pod on lost {node.name}: status {conditions(install, 'left')}")
         assert len(shards) == 3, "a shard stopped while a cache pod on the lost node may still be flushing"
