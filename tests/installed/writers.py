@@ -113,7 +113,8 @@ class Writers:
         return bool(self.tally(shard).acked)
 
     def log(self, shard: int) -> str:
-        return self.install.kubectl("logs", "-n", self.namespace, self.pod(shard))
+        """What the writer printed so far; nothing while its container is still being created."""
+        return self.install.kubectl("logs", "-n", self.namespace, self.pod(shard), check=False)
 
     def tally(self, shard: int, since: float = 0.0) -> Tally:
         return tally(self.log(shard), since)
