@@ -77,7 +77,7 @@ soak: venv testbin nodebin images
 	$(BIN)/python -m tools.soak --runs $(SOAK) --e2e $(SOAK_E2E) --data $(SOAK_DATA)
 
 ## ShardDBs on a real node (kubelet, containerd, runc, CNI, kube-proxy, CoreDNS, local-path-provisioner)
-## running PostgreSQL and Redis, in namespaces of its own; needs root.
+## running PostgreSQL and Redis, MariaDB and memcached, in namespaces of its own; needs root.
 data: venv testbin nodebin images
 	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m data
 
@@ -90,8 +90,9 @@ installed: venv testbin nodebin images
 nodebin:
 	@bash testbed/build-node-binaries.sh >/dev/null
 
-## Build (once, cached outside the repo) the postgres, redis and pause test images from Debian packages, and the
-## product's: the hooks image (`make image`'s build, saved under the overlays' names) and Metacontroller's, from its source.
+## Build (once, cached outside the repo) the postgres, redis, mariadb, memcached and pause test images from Debian
+## packages, and the product's: the hooks image (`make image`'s build, saved under the overlays' names) and
+## Metacontroller's, from its source.
 images: venv
 	@$(BIN)/python -m testbed.images >/dev/null
 	@$(BIN)/python -m testbed.product_images >/dev/null

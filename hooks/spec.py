@@ -162,7 +162,7 @@ exit 1
 # Security contexts under which the default images run in the Kubernetes
 # "restricted" Pod Security profile (non-root, no privilege escalation, no
 # capabilities, RuntimeDefault seccomp). uid/gid 999 is the service user of the
-# official postgres (Debian), redis, valkey and mysql images, and each of their
+# official postgres (Debian), redis, valkey, mysql and mariadb images, and each of their
 # entrypoints skips its chown/gosu step when not started as root. fsGroup makes a
 # new volume group-writable, so postgres can create PGDATA (<dataPath>/pgdata)
 # inside it; OnRootMismatch skips the recursive ownership walk on later mounts.

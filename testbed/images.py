@@ -1,11 +1,14 @@
 """Container images for tests that run real containers, built here because no registry is reachable.
 
-``build_images()`` (or ``python -m testbed.images``) writes three OCI image archives
+``build_images()`` (or ``python -m testbed.images``) writes five OCI image archives
 that ``ctr -n k8s.io images import`` loads: postgres:15 and redis:7.0 made as the
 official images' recipes make them (``shared/images/``, beside the repository) but
-from Debian bookworm's packages with mmdebstrap, and Kubernetes' pause container
-compiled from its C source. Each is built once into a cache outside the repository,
-under a key of everything it is made of; a later call finds it and builds nothing.
+from Debian bookworm's packages with mmdebstrap; mariadb:10.11 and memcached:1.6 the
+same way after what the official mariadb and memcached recipes are known to do (those
+recipes are not in ``shared/images/``: their entrypoints here, in ``image-recipes/``,
+are this repository's own); and Kubernetes' pause container compiled from its C source.
+Each is built once into a cache outside the repository, under a key of everything it is
+made of; a later call finds it and builds nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ POSTGRES = "docker.io/library/postgres:15"
 POSTGRES_ROLLOUT = "docker.io/library/postgres:15-rollout"
 REDIS = "docker.io/library/redis:7.0"
 REDIS_ROLLOUT = "docker.io/library/redis:7.0-rollout"
+MARIADB = "docker.io/library/mariadb:10.11"
+MEMCACHED = "docker.io/library/memcached:1.6"
 PAUSE = "registry.k8s.io/pause:3.10"
 
 HERE = Path(__file__).resolve().parent
@@ -53,6 +58,7 @@ FALLBACK_SECURITY = "http://deb.debian.org/debian-security"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PG_MAJOR = "15"
 PGDATA = "/var/lib/postgresql/data"
+MARIADB_DATA = "/var/lib/mysql"
 # What debian:bookworm-slim leaves out (its /etc/dpkg/dpkg.cfg.d/docker), which the recipes start from.
 SLIM_EXCLUDES = (
     "path-exclude=/usr/share/doc/*",
@@ -86,11 +92,13 @@ class ImageSet:
 
     postgres: Path  # docker.io/library/postgres:15 and :15-rollout
     redis: Path  # docker.io/library/redis:7.0 and :7.0-rollout
+    mariadb: Path  # docker.io/library/mariadb:10.11
+    memcached: Path  # docker.io/library/memcached:1.6
     pause: Path  # registry.k8s.io/pause:3.10
 
     @property
     def archives(self) -> tuple[Path, ...]:
-        return (self.postgres, self.redis, self.pause)
+        return (self.postgres, self.redis, self.mariadb, self.memcached, self.pause)
 
 
 def _versioned(name: str, versions: Mapping[str, str]) -> list[str]:
@@ -130,6 +138,38 @@ def redis_config(versions: Mapping[str, str] | None = None) -> Obj:
     }
 
 
+def mariadb_config(versions: Mapping[str, str] | None = None) -> Obj:
+    """The image config of the official mariadb recipe; ``versions`` gives GOSU_VERSION and MARIADB_VERSION (Debian's).
+
+    It sets no user (the entrypoint switches to mysql with gosu) and no stop signal: SIGTERM, a normal shutdown.
+    """
+    found = versions or {}
+    return {
+        "Env": [
+            f"PATH={DEFAULT_PATH}",
+            *_versioned("GOSU_VERSION", found),
+            "LANG=C.UTF-8",
+            *_versioned("MARIADB_VERSION", found),
+        ],
+        "Entrypoint": ["docker-entrypoint.sh"],
+        "Cmd": ["mariadbd"],
+        "ExposedPorts": {"3306/tcp": {}},
+        "Volumes": {MARIADB_DATA: {}},
+    }
+
+
+def memcached_config(versions: Mapping[str, str] | None = None) -> Obj:
+    """The image config of the official memcached recipe: as memcache; ``versions`` gives MEMCACHED_VERSION."""
+    found = versions or {}
+    return {
+        "User": "memcache",
+        "Env": [f"PATH={DEFAULT_PATH}", *_versioned("MEMCACHED_VERSION", found)],
+        "Entrypoint": ["docker-entrypoint.sh"],
+        "Cmd": ["memcached"],
+        "ExposedPorts": {"11211/tcp": {}},
+    }
+
+
 def pause_config() -> Obj:
     """The image config of build/pause's Dockerfile: the static binary alone, as nobody."""
     return {"User": "65535:65535", "Env": [f"PATH={DEFAULT_PATH}"], "Entrypoint": ["/pause"], "WorkingDir": "/"}
@@ -141,7 +181,7 @@ class DebianImage:
 
     name: str
     refs: tuple[str, ...]
-    recipe: str  # its folder under shared/images
+    recipe: str  # its folder under shared/images, or under ``recipe_root``
     files: tuple[str, ...]  # the recipe files the image needs
     account: tuple[str, ...]  # account.sh's arguments: name, id, home, shell[, home mode]
     packages: tuple[str, ...]  # mmdebstrap --include
@@ -151,6 +191,13 @@ class DebianImage:
     config: Callable[[Mapping[str, str] | None], Obj]
     # Env variables the recipe sets to a version: which Debian package's version, and upstream part only?
     versions: tuple[tuple[str, str, bool], ...]
+    # Where the recipe folder is when shared/images has none (this repository's image-recipes/).
+    recipe_root: Path | None = None
+    # A hook script and its arguments after the chroot, run after finish.sh.
+    after: tuple[str, ...] = ()
+
+    def recipe_folder(self, recipes: Path) -> Path:
+        return (self.recipe_root or recipes) / self.recipe
 
 
 POSTGRES_IMAGE = DebianImage(
@@ -180,6 +227,43 @@ REDIS_IMAGE = DebianImage(
     dpkg_options=(*SLIM_EXCLUDES, LOCALE_EXCLUDE),
     config=redis_config,
     versions=(("GOSU_VERSION", "gosu", True), ("REDIS_VERSION", "redis-server", True)),
+)
+# The official mariadb image is built on Ubuntu with MariaDB's own packages; here Debian
+# bookworm's MariaDB 10.11 gives the same server and clients. Its packages as that recipe
+# installs them (gosu, tzdata, xz-utils and zstd for the entrypoint; the server,
+# mariadb-backup and socat), its user mysql with uid/gid 999 and home /var/lib/mysql.
+MARIADB_IMAGE = DebianImage(
+    name="mariadb",
+    refs=(MARIADB,),
+    recipe="mariadb-10.11",
+    files=("docker-entrypoint.sh",),
+    account=("mysql", "999", MARIADB_DATA, "/bin/sh"),
+    packages=("gosu", "mariadb-backup", "mariadb-server", "socat", "tzdata", "xz-utils", "zstd"),
+    customize=("mariadb.sh",),
+    hooks=("account.sh", "mariadb.sh", "finish.sh", "run-dir.sh"),
+    dpkg_options=(*SLIM_EXCLUDES, LOCALE_EXCLUDE),
+    config=mariadb_config,
+    versions=(("GOSU_VERSION", "gosu", True), ("MARIADB_VERSION", "mariadb-server", False)),
+    recipe_root=HOOKS,
+    # the socket's and pid file's folder, writable whatever uid the server runs as
+    after=("run-dir.sh", "mysqld", "mysql", "1777"),
+)
+# The official memcached image compiles memcached from its source tarball on
+# debian:bookworm-slim, as memcache (uid/gid 11211); Debian's memcached 1.6 package gives
+# the same program, beside the SASL modules the recipe installs.
+MEMCACHED_IMAGE = DebianImage(
+    name="memcached",
+    refs=(MEMCACHED,),
+    recipe="memcached-1.6",
+    files=("docker-entrypoint.sh",),
+    account=("memcache", "11211", "/home/memcache", "/bin/sh"),
+    packages=("libsasl2-modules", "memcached"),
+    customize=("memcached.sh",),
+    hooks=("account.sh", "memcached.sh", "finish.sh"),
+    dpkg_options=(*SLIM_EXCLUDES, LOCALE_EXCLUDE),
+    config=memcached_config,
+    versions=(("MEMCACHED_VERSION", "memcached", True),),
+    recipe_root=HOOKS,
 )
 
 
@@ -241,7 +325,9 @@ def image_key(image: DebianImage, recipes: Path) -> str:
     key.add("mmdebstrap", "\n".join(MMDEBSTRAP_OPTIONS))
     key.add("config", json.dumps(image.config(None), sort_keys=True))
     key.add("versions", json.dumps(image.versions))
-    folder = recipes / image.recipe
+    if image.after:  # only where there is one, so the other images keep their keys
+        key.add("after", "\n".join(image.after))
+    folder = image.recipe_folder(recipes)
     for path in sorted(folder.iterdir()):
         if path.is_file():
             key.add(f"recipe/{path.name}", path.read_bytes())
@@ -485,8 +571,9 @@ def mmdebstrap_command(image: DebianImage, recipes: Path, sources: list[str]) ->
         f"--include={','.join(image.packages)}",
         *(f"--dpkgopt={option}" for option in image.dpkg_options),
         f"--essential-hook={_hook('account.sh', *image.account)}",
-        f"--customize-hook={_hook(image.customize[0], str(recipes / image.recipe), *image.customize[1:])}",
+        f"--customize-hook={_hook(image.customize[0], str(image.recipe_folder(recipes)), *image.customize[1:])}",
         f"--customize-hook={_hook('finish.sh')}",
+        *([f"--customize-hook={_hook(*image.after)}"] if image.after else []),
         SUITE,
         "-",
         *sources,
@@ -525,7 +612,8 @@ def _build_debian(image: DebianImage, recipes: Path, work: Path) -> str:
             raise ImageBuildError(f"{image.name}: mmdebstrap failed ({problem}):\n{_tail(work / 'build.log')}")
     installed = package_versions(kept.get(status, b"").decode())
     versions = env_versions(image, installed)
-    history = f"testbed/images.py {BUILD_VERSION}: mmdebstrap {SUITE} minbase, shared/images/{image.recipe}"
+    where = f"testbed/image-recipes/{image.recipe}" if image.recipe_root else f"shared/images/{image.recipe}"
+    history = f"testbed/images.py {BUILD_VERSION}: mmdebstrap {SUITE} minbase, {where}"
     write_archive(work / "image.tar", layer, image.config(versions), image.refs, history)
     (work / "layer.tar.gz").unlink()
     return ", ".join(f"{name}={value}" for name, value in sorted(versions.items()))
@@ -644,14 +732,18 @@ def _cached(name: str, key: str, build: Callable[[Path], str]) -> Path:
 
 
 def build_images() -> ImageSet:
-    """The three archives, from the cache or built now (minutes cold; a no-op when cached)."""
+    """The five archives, from the cache or built now (minutes cold; a no-op when cached)."""
     recipes = recipes_dir()
 
     def debian(image: DebianImage) -> Path:
         return _cached(image.name, image_key(image, recipes), lambda work: _build_debian(image, recipes, work))
 
     return ImageSet(
-        postgres=debian(POSTGRES_IMAGE), redis=debian(REDIS_IMAGE), pause=_cached("pause", pause_key(), _build_pause)
+        postgres=debian(POSTGRES_IMAGE),
+        redis=debian(REDIS_IMAGE),
+        mariadb=debian(MARIADB_IMAGE),
+        memcached=debian(MEMCACHED_IMAGE),
+        pause=_cached("pause", pause_key(), _build_pause),
     )
 
 

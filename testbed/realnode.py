@@ -317,7 +317,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         for archive in (*self.image_set.archives, *self.extra_archives):
             self.ctr("images", "import", "--no-unpack", str(archive))
         listed = self.ctr("images", "ls", "-q")
-        names = (images.POSTGRES, images.POSTGRES_ROLLOUT, images.REDIS, images.REDIS_ROLLOUT, images.PAUSE)
+        names = (*images.POSTGRES_IMAGE.refs, *images.REDIS_IMAGE.refs, images.MARIADB, images.MEMCACHED, images.PAUSE)
         missing = [name for name in names if name not in listed.split()]
         if missing:
             raise ControlPlaneError(f"images not in containerd after import: {missing}")

@@ -3,7 +3,7 @@
 Each command goes through real shells (``sh`` as the kubelet would exec it, plus dash,
 bash in POSIX mode and BusyBox's ash where installed) with small stand-in programs on
 PATH for the images' binaries (pg_isready, psql, redis-cli, valkey-cli,
-mysqladmin, mysql, sleep): real processes, asserting exit codes, output and the exact
+mariadb-admin, mariadb, sleep): real processes, asserting exit codes, output and the exact
 arguments each program got. Where a PostgreSQL server is installed, the seed also
 runs against a real one: pg_isready and psql log in over TCP with a password. The
 drain runs beside processes titled as PostgreSQL's backends, in a PID namespace of
@@ -429,7 +429,7 @@ def env_of(spec: Obj, part: str) -> dict[str, Obj]:
 
 
 def test_examples_are_the_three_users_copy() -> None:
-    assert {"sharddb.yaml", "sharddb-minimal.yaml", "sharddb-mysql.yaml"} <= {path.name for path in EXAMPLES}
+    assert {"sharddb.yaml", "sharddb-minimal.yaml", "sharddb-mariadb.yaml"} <= {path.name for path in EXAMPLES}
     for path in EXAMPLES:
         kinds = [(doc["apiVersion"], doc["kind"]) for doc in documents(path)]
         assert kinds[-1] == ("mygroup.example.com/v1alpha1", "ShardDB")
@@ -507,18 +507,20 @@ def test_example_commands_parse_in_every_shell(shell: tuple[str, ...], name: str
     assert done.returncode == 0, done.stderr
 
 
-def mysql_example() -> Obj:
-    ((_, sample),) = [(p, s) for p, s in sharddbs() if p.name == "sharddb-mysql.yaml"]
+def mariadb_example() -> Obj:
+    ((_, sample),) = [(p, s) for p, s in sharddbs() if p.name == "sharddb-mariadb.yaml"]
     spec: Obj = sample["spec"]
     return spec
 
 
-# mysqladmin / mysql: log argv, and the option file when it comes on stdin; ping answers
-# from its PING_READY_AFTER-th call on (mysqld not listening yet before that).
-MYSQL_CLIENT = """
+# mariadb-admin / mariadb: log argv, and the option file when it comes on stdin; ping answers
+# from its PING_READY_AFTER-th call on (mariadbd not listening yet before that). The session
+# query answers SESSIONS for its first OPEN_FOR calls and nothing after; DOWN: no server.
+MARIADB_CLIENT = """
 if [ "$1" = --defaults-extra-file=/dev/stdin ]; then
   while IFS= read -r line; do printf 'option %s\\n' "$line" >> "$CALLS"; done < /dev/stdin
 fi
+[ -z "${DOWN:-}" ] || exit 1
 case " $* " in
   *" ping "*)
     n=0
@@ -527,49 +529,125 @@ case " $* " in
     printf '%s\\n' "$n" > "$STATE/ping"
     [ "$n" -ge "${PING_READY_AFTER:-1}" ] || exit 1
     ;;
+  *PROCESSLIST*)
+    n=0
+    [ -f "$STATE/sessions" ] && read -r n < "$STATE/sessions"
+    n=$((n + 1))
+    printf '%s\\n' "$n" > "$STATE/sessions"
+    if [ "$n" -le "${OPEN_FOR:-0}" ]; then for id in ${SESSIONS:-}; do echo "$id"; done; fi
+    ;;
 esac
 exit 0
 """
 
 
+def session_queries(calls: list[str]) -> int:
+    return sum(1 for call in calls if call.startswith("mariadb ") and "PROCESSLIST" in call)
+
+
+def kills(calls: list[str]) -> list[str]:
+    return [call.split("--execute=", 1)[1] for call in named(calls, "mariadb") if "--execute=KILL" in call]
+
+
 @pytest.mark.parametrize("shell", SHELLS)
-def test_mysql_example_seed_waits_then_logs_in_with_the_root_password_on_stdin(
+def test_mariadb_example_seed_waits_then_logs_in_with_the_root_password_on_stdin(
     fakes: Fakes, shell: tuple[str, ...]
 ) -> None:
-    spec = mysql_example()
-    assert (spec["dbImage"], spec["db"]["port"], spec["db"]["dataPath"]) == ("mysql:8.4", 3306, "/var/lib/mysql")
-    fakes.add("mysqladmin", MYSQL_CLIENT)
-    fakes.add("mysql", MYSQL_CLIENT)
+    spec = mariadb_example()
+    assert (spec["dbImage"], spec["db"]["port"], spec["db"]["dataPath"]) == ("mariadb:10.11", 3306, "/var/lib/mysql")
+    fakes.add("mariadb-admin", MARIADB_CLIENT)
+    fakes.add("mariadb", MARIADB_CLIENT)
     fakes.add("sleep")
     hosts = "orders-db-0.orders-db orders-db-1.orders-db"
-    env = {"SHARDDB_HOSTS": hosts, "SHARDDB_PORT": "3306", "MYSQL_ROOT_PASSWORD": "pa ss#1", "PING_READY_AFTER": "3"}
+    env = {
+        "SHARDDB_HOSTS": hosts,
+        "SHARDDB_PORT": "3306",
+        "MARIADB_ROOT_PASSWORD": "pa ss#1",
+        "MARIADB_DATABASE": "orders",
+        "PING_READY_AFTER": "3",
+    }
     run = fakes.run(shell, spec["seedCommand"], **env)
     assert run.code == 0, run.err
     assert named(run.calls, "sleep") == ["sleep 2", "sleep 2"]  # waited for the first shard
     for host in hosts.split():
-        assert f"mysqladmin --host={host} --port=3306 --connect-timeout=3 ping" in run.calls
-        assert f"mysql --defaults-extra-file=/dev/stdin --host={host} --port=3306 --execute=SELECT 1" in run.calls
+        assert f"mariadb-admin --host={host} --port=3306 --connect-timeout=3 ping" in run.calls
+        assert (
+            f"mariadb --defaults-extra-file=/dev/stdin --host={host} --port=3306 --connect-timeout=10 "
+            "--database=orders --execute=SELECT 1"
+        ) in run.calls
+        assert f"seed: {host} is up and takes the root password" in run.out
     assert run.calls.count('option password="pa ss#1"') == 2
     assert run.calls.count("option user=root") == 2
     assert all("pa ss" not in call for call in run.calls if not call.startswith("option"))  # never in argv
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_mysql_example_drain_shuts_down_through_the_socket_as_root(fakes: Fakes, shell: tuple[str, ...]) -> None:
-    fakes.add("mysqladmin", MYSQL_CLIENT)
-    run = fakes.run(shell, mysql_example()["drainCommand"], MYSQL_ROOT_PASSWORD="pw")
+def test_mariadb_example_seed_gives_up_on_a_shard_that_never_answers(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    fakes.add("mariadb-admin", MARIADB_CLIENT)
+    fakes.add("mariadb", MARIADB_CLIENT)
+    fakes.add("sleep")
+    env = {"SHARDDB_HOSTS": "orders-db-0.orders-db", "SHARDDB_PORT": "3306", "MARIADB_ROOT_PASSWORD": "pw"}
+    run = fakes.run(shell, mariadb_example()["seedCommand"], **env, MARIADB_DATABASE="orders", DOWN="1")
+    assert run.code == 1
+    assert "seed: orders-db-0.orders-db:3306 does not answer; giving up" in run.err
+    assert len(named(run.calls, "sleep")) == 149
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_mariadb_example_drain_with_no_session_returns_at_once_and_never_stops_the_server(
+    fakes: Fakes, shell: tuple[str, ...]
+) -> None:
+    fakes.add("mariadb", MARIADB_CLIENT)
+    fakes.add("mariadb-admin", MARIADB_CLIENT)
+    fakes.add("sleep")
+    run = fakes.run(shell, mariadb_example()["drainCommand"], SHARDDB_DRAIN_SECONDS="20", MARIADB_ROOT_PASSWORD="pw")
+    assert (run.code, run.err) == (0, "")
+    assert session_queries(run.calls) == 1
+    assert named(run.calls, "sleep") == []
+    assert kills(run.calls) == []
+    assert named(run.calls, "mariadb-admin") == []  # the stop signal stops the server, not the drain
+    assert 'option password="pw"' in run.calls
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_mariadb_example_drain_waits_half_the_grace_then_ends_each_session_left(
+    fakes: Fakes, shell: tuple[str, ...]
+) -> None:
+    fakes.add("mariadb", MARIADB_CLIENT)
+    fakes.add("sleep")
+    env = {"SHARDDB_DRAIN_SECONDS": "20", "MARIADB_ROOT_PASSWORD": "pw", "SESSIONS": "7 12", "OPEN_FOR": "1000"}
+    run = fakes.run(shell, mariadb_example()["drainCommand"], **env)
     assert run.code == 0, run.err
-    assert run.calls == [
-        "mysqladmin --defaults-extra-file=/dev/stdin shutdown",
-        "option [client]",
-        "option user=root",
-        'option password="pw"',
-    ]
+    assert named(run.calls, "sleep") == ["sleep 1"] * 10
+    assert session_queries(run.calls) == 11
+    assert kills(run.calls) == ["KILL CONNECTION 7", "KILL CONNECTION 12"]
+    assert "drain: 2 client sessions still open after 10s; ending them" in run.err
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_mariadb_example_drain_returns_when_the_sessions_end(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    fakes.add("mariadb", MARIADB_CLIENT)
+    fakes.add("sleep")
+    env = {"SHARDDB_DRAIN_SECONDS": "20", "MARIADB_ROOT_PASSWORD": "pw", "SESSIONS": "7", "OPEN_FOR": "3"}
+    run = fakes.run(shell, mariadb_example()["drainCommand"], **env)
+    assert (run.code, run.err) == (0, "")
+    assert named(run.calls, "sleep") == ["sleep 1"] * 3
+    assert kills(run.calls) == []
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_mariadb_example_drain_returns_when_the_server_does_not_answer(fakes: Fakes, shell: tuple[str, ...]) -> None:
+    fakes.add("mariadb", MARIADB_CLIENT)
+    fakes.add("sleep")
+    env = {"SHARDDB_DRAIN_SECONDS": "20", "MARIADB_ROOT_PASSWORD": "pw", "DOWN": "1"}
+    run = fakes.run(shell, mariadb_example()["drainCommand"], **env)
+    assert run.code == 0, run.err
+    assert named(run.calls, "sleep") == []
 
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_memcached_flush_only_waits(fakes: Fakes, shell: tuple[str, ...]) -> None:
-    spec = mysql_example()
+    spec = mariadb_example()
     assert (spec["cache"]["image"], spec["cache"]["port"]) == ("memcached:1.6", 11211)
     fakes.add("sleep")
     run = fakes.run(shell, spec["cache"]["flushCommand"])

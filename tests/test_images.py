@@ -13,6 +13,7 @@ import io
 import json
 import re
 import shlex
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,73 @@ def test_the_config_names_the_uncompressed_layer_and_the_manifest_the_gzip_blob(
         compressed = read(tar, blob_path(manifest["layers"][0]["digest"]))
     assert manifest["layers"][0]["size"] == len(compressed)
     assert config["rootfs"]["diff_ids"] == [f"sha256:{hashlib.sha256(gzip.decompress(compressed)).hexdigest()}"]
+
+
+# --- mariadb and memcached: recipes of this repository's own (none in shared/images) ----------
+
+
+def test_mariadb_runs_its_entrypoint_as_root_with_sigterm_as_the_stop_signal() -> None:
+    config = images.mariadb_config()
+    assert (config["Entrypoint"], config["Cmd"]) == (["docker-entrypoint.sh"], ["mariadbd"])
+    assert "User" not in config  # the entrypoint switches to mysql (uid 999) with gosu
+    assert "StopSignal" not in config  # SIGTERM: mariadbd's normal shutdown
+    assert (set(config["ExposedPorts"]), set(config["Volumes"])) == ({"3306/tcp"}, {"/var/lib/mysql"})
+
+
+def test_memcached_runs_as_memcache_on_its_port() -> None:
+    config = images.memcached_config({"MEMCACHED_VERSION": "1.6.18"})
+    assert (config["User"], config["Entrypoint"], config["Cmd"]) == (
+        "memcache",
+        ["docker-entrypoint.sh"],
+        ["memcached"],
+    )
+    assert set(config["ExposedPorts"]) == {"11211/tcp"}
+    assert "MEMCACHED_VERSION=1.6.18" in config["Env"]
+
+
+def test_the_mariadb_and_memcached_accounts_are_the_official_images_ids() -> None:
+    assert images.MARIADB_IMAGE.account[:3] == ("mysql", "999", "/var/lib/mysql")
+    assert images.MEMCACHED_IMAGE.account[:2] == ("memcache", "11211")
+
+
+@pytest.mark.parametrize("image", [images.MARIADB_IMAGE, images.MEMCACHED_IMAGE], ids=lambda image: image.name)
+def test_an_image_with_its_recipe_in_this_repository_needs_no_shared_folder(
+    image: images.DebianImage, tmp_path: Path
+) -> None:
+    assert image.recipe_folder(tmp_path) == images.HOOKS / image.recipe
+    assert images.image_key(image, tmp_path) == images.image_key(image, tmp_path / "elsewhere")
+    for name in image.files:
+        assert (images.HOOKS / image.recipe / name).is_file()
+
+
+def test_the_mariadb_run_folder_is_made_after_finish_empties_run(tmp_path: Path) -> None:
+    command = images.mmdebstrap_command(
+        images.MARIADB_IMAGE, tmp_path, ["deb http://mirror.example/debian bookworm main"]
+    )
+    hooks = [arg for arg in command if arg.startswith("--customize-hook=")]
+    assert [hook.split()[1].rsplit("/", 1)[-1] for hook in hooks] == ["mariadb.sh", "finish.sh", "run-dir.sh"]
+    assert hooks[-1].endswith('"$1" mysqld mysql 1777')
+
+
+def test_an_image_without_a_later_hook_ends_with_finish(tmp_path: Path) -> None:
+    recipes = fake_recipes(tmp_path)
+    command = images.mmdebstrap_command(images.REDIS_IMAGE, recipes, ["deb http://mirror.example/debian bookworm main"])
+    assert [arg for arg in command if arg.startswith("--customize-hook=")][-1].split()[1].endswith("finish.sh")
+    assert images.REDIS_IMAGE.after == ()
+
+
+def test_mariadb_version_is_debians_whole_version() -> None:
+    installed = {"gosu": "1.14-1+b10", "mariadb-server": "1:10.11.19-0+deb12u1"}
+    assert images.env_versions(images.MARIADB_IMAGE, installed) == {
+        "GOSU_VERSION": "1.14",
+        "MARIADB_VERSION": "10.11.19-0+deb12u1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("shell", "script"),
+    [("bash", "mariadb-10.11/docker-entrypoint.sh"), ("sh", "memcached-1.6/docker-entrypoint.sh")],
+)
+def test_the_repositorys_own_entrypoints_parse(shell: str, script: str) -> None:
+    done = subprocess.run([shell, "-n", str(images.HOOKS / script)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

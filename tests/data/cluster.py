@@ -1,4 +1,4 @@
-"""What the data tests do as a user of the cluster would: apply the example, run SQL and Redis commands, read logs.
+"""What the data tests do as a user of the cluster would: apply an example, run SQL and cache commands, read logs.
 
 Everything goes through the API server (``kubectl exec``, pod logs, events), so a
 test sees what a user of a real cluster sees.
@@ -18,32 +18,59 @@ import httpx
 import yaml
 
 from testbed import images
+from testbed.realnode import NodeSpec
 from testbed.stack import Stack
 
 from ..cluster.kube import Kube
 from ..e2e.sharddbs import wait_until
 
 Obj = dict[str, Any]
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sharddb.yaml"
-# The example names postgres:16 and redis:7; the test images are Debian bookworm's PostgreSQL 15 and Redis 7.0.
-IMAGES = {"postgres:16": images.POSTGRES, "redis:7": images.REDIS}
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLE = EXAMPLES / "sharddb.yaml"
+# The examples name postgres:16, redis:7, mariadb:10.11 and memcached:1.6; the test images are
+# Debian bookworm's PostgreSQL 15, Redis 7.0, MariaDB 10.11 and memcached 1.6.
+IMAGES = {
+    "postgres:16": images.POSTGRES,
+    "redis:7": images.REDIS,
+    "mariadb:10.11": images.MARIADB,
+    "memcached:1.6": images.MEMCACHED,
+}
 # Per-session credentials of the example's Secret; never the example's placeholder.
 PASSWORD = "data-tier-password"
 
 
-def example(name: str, namespace: str) -> list[Obj]:
-    """``examples/sharddb.yaml`` as a user would apply it, in ``namespace`` under ``name``, on the test images."""
-    documents = [doc for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc]
-    secret, sharddb = (copy.deepcopy(doc) for doc in documents)
-    secret["metadata"] = {"name": f"{name}-db", "namespace": namespace}
-    secret["stringData"] = {"password": PASSWORD}
+def example(name: str, namespace: str, path: Path = EXAMPLE) -> list[Obj]:
+    """An example (``examples/sharddb.yaml`` unless told) as a user would apply it, under ``name``, on the test images.
+
+    Its Secret, if it has one, becomes ``<name>-db`` with every key set to ``PASSWORD``.
+    """
+    documents = [copy.deepcopy(doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
+    *secrets, sharddb = documents
+    assert len(secrets) <= 1, f"{path.name}: one Secret at most"
+    for secret in secrets:
+        secret["metadata"] = {"name": f"{name}-db", "namespace": namespace}
+        secret["stringData"] = dict.fromkeys(secret["stringData"], PASSWORD)
     sharddb["metadata"] = {"name": name, "namespace": namespace}
     spec = sharddb["spec"]
     spec["dbImage"] = IMAGES[spec["dbImage"]]
     spec["cache"]["image"] = IMAGES[spec["cache"]["image"]]
-    for variable in spec["db"]["env"]:
-        variable["valueFrom"]["secretKeyRef"]["name"] = secret["metadata"]["name"]
-    return [secret, sharddb]
+    for part in (spec["db"], spec["cache"]):
+        for variable in part.get("env", []):
+            if ref := variable.get("valueFrom", {}).get("secretKeyRef"):
+                ref["name"] = f"{name}-db"
+    return [*secrets, sharddb]
+
+
+def assert_cache_gone_before_shards(stack: Stack, namespace: str, name: str, mark: int) -> None:
+    """From the audit log: the kubelet's last delete of a cache pod precedes the first shard pod marked for deletion."""
+    log = stack.audit.since(mark, namespace=namespace)
+    cache_gone = [
+        w.at for w in log if w.user == NodeSpec(1).user and w.verb == "delete" and w.name.startswith(f"{name}-cache-")
+    ]
+    marked = [w.at for w in log if w.resource == "pods" and w.verb == "delete" and w.name.startswith(f"{name}-db-")]
+    assert cache_gone, "no cache pod was removed by the kubelet"
+    assert marked, "no shard pod was stopped"
+    assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"
 
 
 @dataclass
@@ -106,8 +133,12 @@ class Cluster:
         found: Obj = wait_until(f"pod {self.namespace}/{name} Ready", check, timeout, every=0.5)
         return found
 
-    def client(self, name: str, image: str, script: str) -> None:
-        """A pod of the user's own beside the ShardDB, running ``script`` in the image's shell."""
+    def client(self, name: str, image: str, script: str, env: dict[str, str] | None = None, shell: str = "sh") -> None:
+        """A pod of the user's own beside the ShardDB, running ``script`` in the image's ``shell``.
+
+        Its environment is ``env``, else ``PGPASSWORD`` for the PostgreSQL clients.
+        """
+        variables = {"PGPASSWORD": PASSWORD} if env is None else env
         self.apply(
             [
                 {
@@ -122,8 +153,8 @@ class Cluster:
                             {
                                 "name": "client",
                                 "image": image,
-                                "command": ["sh", "-c", script],
-                                "env": [{"name": "PGPASSWORD", "value": PASSWORD}],
+                                "command": [shell, "-c", script],
+                                "env": [{"name": key, "value": value} for key, value in variables.items()],
                             }
                         ],
                     },

@@ -1,4 +1,4 @@
-"""Fixtures of the data tier: the real stack on a real node, running PostgreSQL and Redis in real containers.
+"""Fixtures of the data tier: the real stack on a real node, running the examples' databases and caches.
 
 The stack is the end-to-end tier's (real control plane, controllers, scheduler,
 Metacontroller and hooks) with a real kubelet, containerd, runc, CNI bridge,

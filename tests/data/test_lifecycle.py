@@ -20,11 +20,10 @@ import pytest
 
 from testbed import images
 from testbed.audit import tally
-from testbed.realnode import NodeSpec
 from testbed.stack import Stack
 
 from ..e2e.sharddbs import ShardDBs, wait_until
-from .cluster import Cluster, example
+from .cluster import Cluster, assert_cache_gone_before_shards, example
 from .conftest import RESYNC_SECONDS, Report
 
 NAME = "demo"
@@ -216,7 +215,7 @@ def test_hibernation_flushes_the_cache_then_drains_every_shard(
         assert any("DB saved on disk" in line for line in lines), f"{pod} did not save:\n" + "\n".join(lines)
     for pod, lines in db_logs.items():
         assert_clean_stop(lines, pod)
-    assert_cache_gone_before_shards(stack, cluster, mark)
+    assert_cache_gone_before_shards(stack, cluster.namespace, NAME, mark)
     assert not cluster.events("FailedPreStopHook"), cluster.events("FailedPreStopHook")
     report(f"hibernated in {seconds:.1f} s, {cost(stack, cluster, mark)}")
 
@@ -297,7 +296,7 @@ def test_deletion_flushes_the_cache_then_drains_every_shard_even_with_a_session_
     assert "terminating connection due to administrator command" in held, "the drain did not end the held session"
     waited = (stopped_at(db_logs[shard(0)]) - stopped_at(db_logs[shard(1)])).total_seconds()
     assert waited >= DRAIN_SECONDS / 2 - 2, f"the drain waited {waited:.1f} s for the held session, not half the grace"
-    assert_cache_gone_before_shards(stack, cluster, mark)
+    assert_cache_gone_before_shards(stack, cluster.namespace, NAME, mark)
     assert not cluster.events("FailedPreStopHook"), cluster.events("FailedPreStopHook")
     assert len(sharddbs.claims()) == 5, "a volume claim went with the ShardDB"
     report(f"finalized in {seconds:.1f} s, {cost(stack, cluster, mark)}")
@@ -317,18 +316,6 @@ def cost(stack: Stack, cluster: Cluster, mark: int) -> str:
     """Metacontroller's writes in the namespace since ``mark``, for the session's summary."""
     writes = stack.metacontroller_writes(mark, namespace=cluster.namespace)
     return f"{len(writes)} Metacontroller writes {dict(tally(writes))}"
-
-
-def assert_cache_gone_before_shards(stack: Stack, cluster: Cluster, mark: int) -> None:
-    """From the audit log: the kubelet's last delete of a cache pod precedes the first shard pod marked for deletion."""
-    log = stack.audit.since(mark, namespace=cluster.namespace)
-    cache_gone = [
-        w.at for w in log if w.user == NodeSpec(1).user and w.verb == "delete" and w.name.startswith(f"{NAME}-cache-")
-    ]
-    marked = [w.at for w in log if w.resource == "pods" and w.verb == "delete" and w.name.startswith(f"{NAME}-db-")]
-    assert cache_gone, "no cache pod was removed by the kubelet"
-    assert marked, "no shard pod was stopped"
-    assert max(cache_gone) < min(marked), "a shard began to stop while a cache pod was still there"
 
 
 def _finished(cluster: Cluster, name: str) -> Obj | None:
