@@ -241,12 +241,18 @@ def _sync(snap: Snapshot) -> Decision:
     registered_ok = phase == Phase.REGISTERING or unregistered <= tolerated
     serving_ok = serving > 0 and ready + tolerated >= serving and registered_ok
     available = cache_ready and serving_ok
+    # A serving shard whose pod waits within its start grace (a drain, a node coming back) is unavailable,
+    # but not damage yet: it stays Progressing until the grace says otherwise.
+    starting = sum(1 for pod in troubles.waiting if pod.component == names.DB)
+    serving_or_starting = serving > 0 and ready + tolerated + starting >= serving and (
+        registered_ok or unregistered <= tolerated + starting
+    )
 
     size, storage_class = _storage(snap)
     policy, claim_templates = _immutable(snap)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
     problems = _absent_problems(snap, missing) + _problems(
-        snap, troubles.failing, shards, seed_failed, size, storage_class, serving_ok
+        snap, troubles.failing, shards, seed_failed, size, storage_class, serving_or_starting
     )
     progressing = _waiting(
         _progressing(snap, phase, shards, ready, registered, seed_failed, rollout),

@@ -7,6 +7,7 @@ be; after each step every commit they saw acknowledged must be stored.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -53,9 +54,15 @@ def shard_on(install: Install, name: str, node: str) -> list[str]:
 def drain(install: Install, node: str) -> float:
     """``kubectl drain`` as a person runs it, the writers left where they are; the seconds it took."""
     began = time.monotonic()
-    install.kubectl(
-        "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", f"--pod-selector=!{LABEL}", "--timeout=300s"
+    command = ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", f"--pod-selector=!{LABEL}"]
+    result = subprocess.run(
+        ["kubectl", f"--kubeconfig={install.stack.control_plane.kubeconfig}", *command, "--timeout=300s"],
+        capture_output=True,
+        text=True,
+        timeout=330,
+        check=False,
     )
+    assert result.returncode == 0, f"kubectl drain {node} failed: {result.stderr.strip()}"
     return time.monotonic() - began
 
 
@@ -74,11 +81,13 @@ def test_draining_a_node_in_turn_loses_no_acknowledged_write(
     install: Install, local: Writers, node: str, report: Report
 ) -> None:
     since = time.time()
-    took = drain(install, node)
     waiting = shard_on(install, "local", node)
-    # The shard's volume is on the cordoned node: its pod waits for the node, which is no damage yet.
-    assert condition(install, "local", "Degraded") == "False"
-    install.kubectl("uncordon", node)
+    try:
+        took = drain(install, node)
+        # The shard's volume is on the cordoned node: its pod waits for the node, which is no damage yet.
+        assert condition(install, "local", "Degraded") == "False"
+    finally:
+        install.kubectl("uncordon", node)
     wait_until("local Available", lambda: condition(install, "local", "Available") == "True", 300)
     wait_until("every shard acknowledging", lambda: all(local.tally(s, time.time() - 2).acked for s in range(SHARDS)))
     tallies = [local.tally(shard, since) for shard in range(SHARDS)]
