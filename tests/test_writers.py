@@ -17,7 +17,15 @@ def test_the_longest_gap_is_between_acknowledgements() -> None:
 
 def test_failures_and_gaps_count_from_the_step_on() -> None:
     step = tally(LOG, since=102.0)
-    assert (step.failed, step.longest_gap, step.acked) == (1, 0.25, frozenset({1, 2, 5, 6}))
+    assert (step.failed, step.acked) == (1, frozenset({1, 2, 5, 6}))
+
+
+def test_an_outage_that_begins_with_the_step_counts_from_the_step() -> None:
+    assert tally(LOG, since=100.5).longest_gap == 3.5
+
+
+def test_the_last_acknowledgement_is_kept() -> None:
+    assert tally(LOG).last_ack == 104.25
 
 
 def test_lines_that_are_not_attempts_are_ignored() -> None:

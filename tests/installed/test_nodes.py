@@ -89,7 +89,7 @@ def test_draining_a_node_in_turn_loses_no_acknowledged_write(
     finally:
         install.kubectl("uncordon", node)
     wait_until("local Available", lambda: condition(install, "local", "Available") == "True", 300)
-    wait_until("every shard acknowledging", lambda: all(local.tally(s, time.time() - 2).acked for s in range(SHARDS)))
+    wait_until("every shard acknowledging", lambda: all(local.writing(s) for s in range(SHARDS)), 120)
     tallies = [local.tally(shard, since) for shard in range(SHARDS)]
     outages = ", ".join(f"{t.longest_gap:.1f}" for t in tallies)
     report(f"drained in {took:.1f} s; shard pods that waited for it {waiting}; longest gap per shard (s) {outages}")
@@ -115,6 +115,7 @@ def test_a_drained_shard_on_shared_volumes_starts_on_another_node_with_its_rows(
     took = drain(install, node)
     try:
         wait_until("shared Available", lambda: condition(install, "shared", "Available") == "True", 300)
+        wait_until("every shard acknowledging", lambda: all(shared.writing(s) for s in range(SHARDS)), 120)
         assert shard_on(install, "shared", node) == []
         tallies = [shared.tally(shard, since) for shard in range(SHARDS)]
         report(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import time
 from dataclasses import dataclass
 
 from testbed import images
@@ -42,32 +43,37 @@ done
 
 @dataclass(frozen=True)
 class Tally:
-    """What one writer saw: the numbers acknowledged, the attempts failed, the longest wait between acks."""
+    """What one writer saw: the numbers acknowledged, the attempts failed, the longest wait, the last ack."""
 
     acked: frozenset[int]
     failed: int
     longest_gap: float
+    last_ack: float
 
 
-def tally(log: str, since: float = 0.0) -> Tally:
-    """Read a writer's log, counting only attempts at or after ``since`` (its clock) for failures and gaps."""
+def tally(log: str, since: float | None = None) -> Tally:
+    """Read a writer's log. From ``since`` on (its clock), count failures and the longest wait for an ack,
+    the wait from ``since`` to the first ack after it included: an outage that begins with the step counts."""
     acked: set[int] = set()
     failed = 0
-    times: list[float] = []
+    times: list[float] = [] if since is None else [since]
+    last = 0.0
     for line in log.splitlines():
         word, _, rest = line.partition(" ")
         if word not in ("ack", "fail"):
             continue
         number, _, stamp = rest.partition(" ")
         at = float(stamp)
+        counted = since is None or at >= since
         if word == "ack":
             acked.add(int(number))
-            if at >= since:
+            last = max(last, at)
+            if counted:
                 times.append(at)
-        elif at >= since:
+        elif counted:
             failed += 1
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
-    return Tally(frozenset(acked), failed, max(gaps, default=0.0))
+    return Tally(frozenset(acked), failed, max(gaps, default=0.0), last)
 
 
 @dataclass
@@ -109,14 +115,15 @@ class Writers:
         for shard in range(self.shards):
             wait_until(f"{self.pod(shard)} writing", functools.partial(self.writing, shard), 120)
 
-    def writing(self, shard: int) -> bool:
-        return bool(self.tally(shard).acked)
+    def writing(self, shard: int, within: float = 2.0) -> bool:
+        """The writer has had a commit acknowledged in the last ``within`` seconds."""
+        return self.tally(shard).last_ack >= time.time() - within
 
     def log(self, shard: int) -> str:
         """What the writer printed so far; nothing while its container is still being created."""
         return self.install.kubectl("logs", "-n", self.namespace, self.pod(shard), check=False)
 
-    def tally(self, shard: int, since: float = 0.0) -> Tally:
+    def tally(self, shard: int, since: float | None = None) -> Tally:
         return tally(self.log(shard), since)
 
     def stored(self, shard: int) -> frozenset[int]:
