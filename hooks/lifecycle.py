@@ -244,8 +244,10 @@ def _sync(snap: Snapshot) -> Decision:
     # A serving shard whose pod waits within its start grace (a drain, a node coming back) is unavailable,
     # but not damage yet: it stays Progressing until the grace says otherwise.
     starting = sum(1 for pod in troubles.waiting if pod.component == names.DB)
-    serving_or_starting = serving > 0 and ready + tolerated + starting >= serving and (
-        registered_ok or unregistered <= tolerated + starting
+    serving_or_starting = (
+        serving > 0
+        and ready + tolerated + starting >= serving
+        and (registered_ok or unregistered <= tolerated + starting)
     )
 
     size, storage_class = _storage(snap)
