@@ -214,6 +214,17 @@ class RealNode:
         for program in ("kubelet", "containerd"):
             self.plane.kill(f"{self.name}-{program}")
 
+    def shut_down(self) -> None:
+        """The node lost and its power cut: lost as ``lose`` does, and every container's process killed.
+
+        Only a node known to be off may be declared gone (the out-of-service taint): a database left
+        running on it would share its volume with its replacement.
+        """
+        self.lose()
+        killed = sandbox.kill_cgroups(self.cgroup.lstrip("/"))
+        if not killed:
+            raise ControlPlaneError(f"{self.name}: no container process to stop under {self.cgroup}")
+
     def restore(self) -> None:
         """The machine back: network first, then containerd and the kubelet on their state, as at boot."""
         self.mend()

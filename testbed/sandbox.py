@@ -106,10 +106,7 @@ def remove_cgroups(name: str, timeout: float = 30.0) -> None:
         groups.append(top)
         for group in groups:
             while True:
-                with contextlib.suppress(OSError):
-                    for pid in (group / "cgroup.procs").read_text().split():
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(int(pid), signal.SIGKILL)
+                _kill_members(group)
                 try:
                     group.rmdir()
                     break
@@ -119,6 +116,27 @@ def remove_cgroups(name: str, timeout: float = 30.0) -> None:
                     if time.monotonic() > deadline:
                         raise SandboxError(f"could not remove cgroup {group}") from None
                     time.sleep(0.1)
+
+
+def kill_cgroups(name: str) -> int:
+    """SIGKILL every process in the tree, which stays (a machine's power cut); how many were signalled."""
+    killed = 0
+    for hierarchy in hierarchies():
+        top = hierarchy / name
+        if top.is_dir():
+            for group in (top, *(p for p in top.rglob("*") if p.is_dir())):
+                killed += _kill_members(group)
+    return killed
+
+
+def _kill_members(group: Path) -> int:
+    killed = 0
+    with contextlib.suppress(OSError):
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def _pid_namespace() -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.installed.writers import tally
+from tests.installed.writers import Outage, tally
 
 LOG = "ready\nack 1 100.0\nack 2 100.25\nfail 3 100.5\nfail 4 102.7\nack 5 104.0\nack 6 104.25\n"
 
@@ -30,3 +30,12 @@ def test_the_last_acknowledgement_is_kept() -> None:
 
 def test_lines_that_are_not_attempts_are_ignored() -> None:
     assert tally("ready\nsomething else\n") == tally("")
+
+
+def test_an_outage_row_gives_the_stopped_shards_median_and_max_beside_the_others() -> None:
+    outage = Outage("drain", {"a-0": 9.0, "a-1": 1.0, "a-2": 4.0}, affected=("a-0", "a-2"), cache=0.5)
+    assert outage.row() == "| drain | 2 | 6.5 | 9.0 | 1.0 | 0.5 |"
+
+
+def test_an_outage_row_without_other_shards_or_cache_says_so() -> None:
+    assert Outage("floor", {"f-0": 2.25}, affected=("f-0",)).row() == "| floor | 1 | 2.2 | 2.2 | — | — |"

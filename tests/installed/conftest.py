@@ -28,6 +28,7 @@ from .. import evidence
 from ..e2e.conftest import kube as kube  # the same client, on this tier's cluster
 from ..e2e.conftest import stack_source
 from .installs import Install
+from .writers import HEADER, Outage
 
 NODES = 3
 
@@ -103,7 +104,9 @@ def production(
 
 
 _reports: list[str] = []
+_outages: list[Outage] = []
 Report = Callable[[str], None]
+Record = Callable[[Outage], None]
 
 
 @pytest.fixture
@@ -112,8 +115,19 @@ def report(request: pytest.FixtureRequest) -> Report:
     return lambda line: _reports.append(f"{request.node.name}: {line}")
 
 
+@pytest.fixture
+def outages() -> Record:
+    """A row of the session's table of client-visible outages, one per step the writers ran through."""
+    return _outages.append
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _reports:
         terminalreporter.section("the installed product on three real nodes")
         for line in _reports:
             terminalreporter.write_line(line)
+    if _outages:
+        terminalreporter.section("client-visible outage per step (longest gap between acknowledged writes)")
+        terminalreporter.write_line(HEADER)
+        for outage in _outages:
+            terminalreporter.write_line(outage.row())

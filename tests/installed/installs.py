@@ -102,6 +102,12 @@ class Install:
         items: list[Obj] = self.get("pods", "-n", namespace, "-l", selector)["items"]
         return items
 
+    def controller_node(self) -> str:
+        """The node that runs Metacontroller's pod."""
+        pod = self.pods(METACONTROLLER_NAMESPACE, "app.kubernetes.io/name=metacontroller")[0]
+        node: str = pod["spec"]["nodeName"]
+        return node
+
     def hooks_pods(self) -> list[Obj]:
         return self.pods(HOOKS_NAMESPACE, "app.kubernetes.io/name=sharddb-hooks")
 

@@ -1,7 +1,8 @@
 """A node lost under a running ShardDB (its kubelet and containerd killed, its network cut), then back.
 
 The node is one that does not run Metacontroller's pod, so the loss is of a node
-of the data tier and of one hooks replica, not of the controller itself.
+of the data tier and of one hooks replica, not of the controller itself. Writers of
+the user's own, on Metacontroller's node, write through the loss and the return.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from testbed.realnode import RealNode
 
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
-from .conftest import Report
-from .installs import METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards
+from .conftest import Record, Report
+from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards
+from .writers import Writers
 
 pytestmark = pytest.mark.installed
 NAMESPACE = "lost"
@@ -62,7 +64,7 @@ def node_ready(install: Install, node: str) -> str:
 
 def pick(install: Install, name: str, component: str) -> str:
     """A node that runs a ``component`` pod of ``name`` and not Metacontroller's pod."""
-    controller = install.pods(METACONTROLLER_NAMESPACE, "app.kubernetes.io/name=metacontroller")[0]["spec"]["nodeName"]
+    controller = install.controller_node()
     pods = install.pods(NAMESPACE, f"app.kubernetes.io/instance={name},app.kubernetes.io/component={component}")
     nodes: list[str] = sorted(pod["spec"]["nodeName"] for pod in pods if pod["spec"]["nodeName"] != controller)
     return nodes[0]
@@ -80,10 +82,21 @@ def lost(install: Install, node: RealNode) -> Iterator[None]:
         wait_until(f"{node.name} Ready", lambda: node_ready(install, node.name) == "True", 120)
 
 
-def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(install: Install, report: Report) -> None:
+def on_node(install: Install, name: str, node: str) -> dict[str, str]:
+    """Each pod of ``name`` on ``node``, by name, with its uid."""
+    pods = install.pods(NAMESPACE, f"app.kubernetes.io/instance={name}")
+    return {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in pods if pod["spec"].get("nodeName") == node}
+
+
+def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(
+    install: Install, report: Report, outages: Record
+) -> None:
     bring_up(install, "rolled")
     assert install.stack.cluster is not None
     node = install.stack.cluster.node(pick(install, "rolled", "db"))
+    writers = Writers.for_sharddb(install, NAMESPACE, "rolled", 3, node=install.controller_node())
+    writers.start()
+    since = time.time()
     patch = json.dumps({"spec": {"dbImage": images.POSTGRES_ROLLOUT}})
     with lost(install, node):
         install.kubectl("-n", NAMESPACE, "patch", "sharddb", "rolled", "--type=merge", "-p", patch)
@@ -108,6 +121,40 @@ def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(ins
         300,
     )
     report(f"rolled out and Available {time.monotonic() - began:.1f} s after {node.name} was back")
+    wait_until("every writer acknowledging", writers.all_writing, 120)
+    stopped = [int(pod.rsplit("-", 1)[1]) for pod in shards_on(install, "rolled", node.name)]
+    outages(writers.outage(f"{node.name} lost mid-rollout, then back", since, stopped))
+    writers.assert_none_lost()
+    writers.stop()
+
+
+def shards_on(install: Install, name: str, node: str) -> list[str]:
+    return sorted(pod for pod in on_node(install, name, node) if pod.startswith(f"{name}-db-"))
+
+
+def test_metacontroller_and_the_hooks_restarted_while_a_node_is_lost_delete_nothing_and_still_name_it(
+    install: Install, report: Report
+) -> None:
+    bring_up(install, "twice")
+    assert install.stack.cluster is not None
+    node = install.stack.cluster.node(pick(install, "twice", "db"))
+    with lost(install, node):
+        wait_until("the status naming the lost node", lambda: names_lost(install, "twice", node.name), 120)
+        stranded = on_node(install, "twice", node.name)
+        # The second fault: every controller pod that can restart does (those on the lost node cannot).
+        install.kubectl("-n", METACONTROLLER_NAMESPACE, "delete", "pod", "metacontroller-0", "--wait=false")
+        install.kubectl(
+            "-n", HOOKS_NAMESPACE, "delete", "pod", "-l", "app.kubernetes.io/name=sharddb-hooks",
+            f"--field-selector=spec.nodeName!={node.name}", "--wait=false",
+        )  # fmt: skip
+        wait_until("Metacontroller back and syncing", lambda: install.hook_calls().get("sync 200", 0) > 0, 180)
+        wait_until("the status naming the lost node", lambda: names_lost(install, "twice", node.name), 120)
+        report(f"{node.name} lost, Metacontroller and hooks restarted: status {conditions(install, 'twice')}")
+        assert on_node(install, "twice", node.name) == stranded, "a pod on the lost node was replaced or removed"
+        assert len(install.pods(NAMESPACE, "app.kubernetes.io/instance=twice,app.kubernetes.io/component=cache")) == 2
+        shards = install.get("statefulset", "-n", NAMESPACE, "twice-db")
+        assert shards["spec"]["replicas"] == 3
+    wait_until("twice Available", lambda: conditions(install, "twice").get("Available", ("",))[0] == "True", 300)
 
 
 def test_a_deletion_waits_for_a_cache_pod_on_a_lost_node_and_keeps_its_order(install: Install, report: Report) -> None:

@@ -1,12 +1,20 @@
-"""A node's life under a running ShardDB, with clients writing: each node drained in turn, and a shard that moves.
+"""A node's life under a running ShardDB, with clients writing: a rollout, a killed postmaster, a deleted
+pod, each node drained in turn, a shard that moves, and a node declared gone.
 
 Writers of the user's own (``writers.py``) run through every step and are left
 out of the drains (``--pod-selector``), as a user's clients on other machines would
-be; after each step every commit they saw acknowledged must be stored.
+be; after each step every commit they saw acknowledged must be stored, and each
+step's client-visible outage goes to the session's table. Beside it, the floor:
+the same PostgreSQL, from the same pod template on the same node, stopped and
+started with no operator at all.
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -14,16 +22,20 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from testbed import images
+
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
-from .conftest import Report
-from .installs import Install
-from .writers import LABEL, Writers
+from .conftest import Record, Report
+from .installs import Install, Obj
+from .writers import LABEL, Target, Writers
 
 pytestmark = pytest.mark.installed
 NAMESPACE = "nodes"
 NODES = ("node-1", "node-2", "node-3")
 SHARDS = 3
+FLOOR = "sharddb-test/floor"
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +58,28 @@ def condition(install: Install, name: str, kind: str) -> str:
     return next((c["status"] for c in found.get("status", {}).get("conditions", []) if c["type"] == kind), "")
 
 
+def shard_pods(install: Install, name: str) -> list[Obj]:
+    return install.pods(NAMESPACE, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=db")
+
+
 def shard_on(install: Install, name: str, node: str) -> list[str]:
-    pods = install.pods(NAMESPACE, f"app.kubernetes.io/instance={name},app.kubernetes.io/component=db")
-    return [pod["metadata"]["name"] for pod in pods if pod["spec"].get("nodeName") == node]
+    return [pod["metadata"]["name"] for pod in shard_pods(install, name) if pod["spec"].get("nodeName") == node]
+
+
+def ordinal(pod: str) -> int:
+    return int(pod.rsplit("-", 1)[1])
+
+
+def settled(install: Install, name: str, writers: Writers) -> None:
+    """The ShardDB Available again and every writer acknowledging."""
+    wait_until(f"{name} Available", lambda: condition(install, name, "Available") == "True", 300)
+    wait_until("every writer acknowledging", writers.all_writing, 120)
 
 
 def drain(install: Install, node: str) -> float:
     """``kubectl drain`` as a person runs it, the writers left where they are; the seconds it took."""
     began = time.monotonic()
-    command = ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", f"--pod-selector=!{LABEL}"]
+    command = ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", f"--pod-selector=!{LABEL},!{FLOOR}"]
     result = subprocess.run(
         ["kubectl", f"--kubeconfig={install.stack.control_plane.kubeconfig}", *command, "--timeout=300s"],
         capture_output=True,
@@ -66,19 +91,162 @@ def drain(install: Install, node: str) -> float:
     return time.monotonic() - began
 
 
+def kill_postmaster(install: Install, pod: Obj) -> None:
+    """SIGKILL to the database's first process on its node, as the kernel's OOM killer sends it."""
+    assert install.stack.cluster is not None
+    container = next(c for c in pod["status"]["containerStatuses"] if c["name"] == "db")
+    node = install.stack.cluster.node(pod["spec"]["nodeName"])
+    os.kill(node.task_pid(container["containerID"]), signal.SIGKILL)
+
+
+def restarts(install: Install, pod: str) -> int:
+    found = install.get("pod", "-n", NAMESPACE, pod)
+    return int(next(c["restartCount"] for c in found["status"]["containerStatuses"] if c["name"] == "db"))
+
+
+# --- a ShardDB on node-bound volumes --------------------------------------------------
+
+
 @pytest.fixture(scope="module")
 def local(install: Install) -> Iterator[Writers]:
-    """A ShardDB on node-bound volumes, a writer per shard."""
+    """A ShardDB on node-bound volumes, a writer per shard and one on its cache."""
     bring_up(install, "local")
-    writers = Writers(install, NAMESPACE, "local", SHARDS)
+    writers = Writers.for_sharddb(install, NAMESPACE, "local", SHARDS)
     writers.start()
     yield writers
     writers.stop()
 
 
+def test_a_rollout_of_the_shards_image_loses_no_acknowledged_write(
+    install: Install, local: Writers, outages: Record
+) -> None:
+    since = time.time()
+    patch = json.dumps({"spec": {"dbImage": images.POSTGRES_ROLLOUT}})
+    install.kubectl("-n", NAMESPACE, "patch", "sharddb", "local", "--type=merge", "-p", patch)
+    wait_until(
+        "every shard on the new image",
+        lambda: all(
+            p["spec"]["containers"][0]["image"] == images.POSTGRES_ROLLOUT for p in shard_pods(install, "local")
+        ),
+        300,
+    )
+    settled(install, "local", local)
+    outages(local.outage("rollout of `dbImage`", since))
+    local.assert_none_lost()
+
+
+def test_a_killed_postmaster_loses_no_acknowledged_write(install: Install, local: Writers, outages: Record) -> None:
+    before = restarts(install, "local-db-1")
+    since = time.time()
+    kill_postmaster(install, install.get("pod", "-n", NAMESPACE, "local-db-1"))
+    wait_until("local-db-1 restarted by its kubelet", lambda: restarts(install, "local-db-1") > before, 120)
+    settled(install, "local", local)
+    outages(local.outage("postmaster SIGKILLed", since, affected=[1]))
+    local.assert_none_lost()
+
+
+def test_a_deleted_shard_pod_loses_no_acknowledged_write(install: Install, local: Writers, outages: Record) -> None:
+    uid = install.get("pod", "-n", NAMESPACE, "local-db-1")["metadata"]["uid"]
+    since = time.time()
+    install.kubectl("-n", NAMESPACE, "delete", "pod", "local-db-1", "--wait=false")
+    wait_until(
+        "a new local-db-1",
+        lambda: (
+            install.kubectl("-n", NAMESPACE, "get", "pod", "local-db-1", "-o", "jsonpath={.metadata.uid}", check=False)
+            not in ("", uid)
+        ),
+        120,
+    )
+    settled(install, "local", local)
+    outages(local.outage("shard pod deleted", since, affected=[1]))
+    local.assert_none_lost()
+
+
+# --- the floor: the same PostgreSQL with no operator ---------------------------------
+
+
+def floor_pod(install: Install, node: str) -> Obj:
+    """A bare pod of the shards' own template (image, probes, drain, grace) on ``node``, on a volume of its own."""
+    statefulset = install.get("statefulset", "-n", NAMESPACE, "local-db")
+    template = copy.deepcopy(statefulset["spec"]["template"])
+    spec = template["spec"]
+    for placement in ("affinity", "topologySpreadConstraints"):
+        spec.pop(placement, None)
+    claim = statefulset["spec"]["volumeClaimTemplates"][0]["metadata"]["name"]
+    spec.update(
+        nodeSelector={"kubernetes.io/hostname": node},
+        hostname="floor-0",
+        subdomain="floor",
+        volumes=[*spec.get("volumes", []), {"name": claim, "persistentVolumeClaim": {"claimName": "floor"}}],
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "floor-0", "namespace": NAMESPACE, "labels": {FLOOR: "floor"}},
+        "spec": spec,
+    }
+
+
+@pytest.fixture(scope="module")
+def floor(install: Install, local: Writers) -> Iterator[tuple[Writers, Obj]]:
+    """The floor's pod on shard 1's node, found by DNS as a shard is (a headless Service), and its writer."""
+    assert local.started, "the floor copies the running shards' template"
+    node = install.get("pod", "-n", NAMESPACE, "local-db-1")["spec"]["nodeName"]
+    pod = floor_pod(install, node)
+    objects: list[Obj] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "floor", "namespace": NAMESPACE},
+            "spec": {"clusterIP": "None", "selector": {FLOOR: "floor"}, "ports": [{"name": "db", "port": 5432}]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "floor", "namespace": NAMESPACE},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+        pod,
+    ]
+    install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+    writers = Writers(install, NAMESPACE, "floor", (Target("floor-0.floor", "floor-0"),))
+    writers.start()
+    yield writers, pod
+    writers.stop()
+    install.kubectl("-n", NAMESPACE, "delete", "pod", "floor-0", "--wait=false")
+
+
+def test_the_floor_of_a_killed_postmaster_loses_no_acknowledged_write(
+    install: Install, floor: tuple[Writers, Obj], outages: Record
+) -> None:
+    writers, _ = floor
+    before = restarts(install, "floor-0")
+    since = time.time()
+    kill_postmaster(install, install.get("pod", "-n", NAMESPACE, "floor-0"))
+    wait_until("floor-0 restarted by its kubelet", lambda: restarts(install, "floor-0") > before, 120)
+    wait_until("the floor's writer acknowledging", writers.all_writing, 120)
+    outages(writers.outage("floor: postmaster SIGKILLed, no operator", since))
+    writers.assert_none_lost()
+
+
+def test_the_floor_of_a_pod_stopped_and_started_loses_no_acknowledged_write(
+    install: Install, floor: tuple[Writers, Obj], outages: Record
+) -> None:
+    writers, pod = floor
+    since = time.time()
+    install.kubectl("-n", NAMESPACE, "delete", "pod", "floor-0", "--wait", "--timeout=120s")
+    install.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+    wait_until("the floor's writer acknowledging", writers.all_writing, 120)
+    outages(writers.outage("floor: pod stopped and started on its node, no operator", since))
+    writers.assert_none_lost()
+
+
+# --- drains ----------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("node", NODES)
 def test_draining_a_node_in_turn_loses_no_acknowledged_write(
-    install: Install, local: Writers, node: str, report: Report
+    install: Install, local: Writers, node: str, report: Report, outages: Record
 ) -> None:
     since = time.time()
     waiting = shard_on(install, "local", node)
@@ -88,40 +256,83 @@ def test_draining_a_node_in_turn_loses_no_acknowledged_write(
         assert condition(install, "local", "Degraded") == "False"
     finally:
         install.kubectl("uncordon", node)
-    wait_until("local Available", lambda: condition(install, "local", "Available") == "True", 300)
-    wait_until("every shard acknowledging", lambda: all(local.writing(s) for s in range(SHARDS)), 120)
-    tallies = [local.tally(shard, since) for shard in range(SHARDS)]
-    outages = ", ".join(f"{t.longest_gap:.1f}" for t in tallies)
-    report(f"drained in {took:.1f} s; shard pods that waited for it {waiting}; longest gap per shard (s) {outages}")
-    assert [local.lost(shard) for shard in range(SHARDS)] == [frozenset()] * SHARDS
+    settled(install, "local", local)
+    outage = local.outage(
+        f"drain of {node} (node-bound volumes; until uncordoned)", since, [ordinal(p) for p in waiting]
+    )
+    outages(outage)
+    report(f"drained in {took:.1f} s; shard pods that waited for it {waiting}; longest gap per shard (s) {outage.gaps}")
+    local.assert_none_lost()
+
+
+# --- a ShardDB on shared volumes ---------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def shared(install: Install) -> Iterator[Writers]:
-    """A ShardDB on the shared-filesystem class (network storage's stand-in), a writer per shard."""
+    """A ShardDB on the shared-filesystem class (network storage's stand-in), its writers on Metacontroller's
+    node (a node this module never stops)."""
     bring_up(install, "shared", storage_class="shared")
-    writers = Writers(install, NAMESPACE, "shared", SHARDS)
+    writers = Writers.for_sharddb(install, NAMESPACE, "shared", SHARDS, node=install.controller_node())
     writers.start()
     yield writers
     writers.stop()
 
 
 def test_a_drained_shard_on_shared_volumes_starts_on_another_node_with_its_rows(
-    install: Install, shared: Writers, report: Report
+    install: Install, shared: Writers, report: Report, outages: Record
 ) -> None:
     since = time.time()
     node = NODES[0]
     moved = shard_on(install, "shared", node)
     took = drain(install, node)
     try:
-        wait_until("shared Available", lambda: condition(install, "shared", "Available") == "True", 300)
-        wait_until("every shard acknowledging", lambda: all(shared.writing(s) for s in range(SHARDS)), 120)
+        settled(install, "shared", shared)
         assert shard_on(install, "shared", node) == []
-        tallies = [shared.tally(shard, since) for shard in range(SHARDS)]
-        report(
-            f"drained {node} in {took:.1f} s; moved {moved} while it stays cordoned; longest gap per shard (s) "
-            + ", ".join(f"{t.longest_gap:.1f}" for t in tallies)
-        )
-        assert [shared.lost(shard) for shard in range(SHARDS)] == [frozenset()] * SHARDS
+        outage = shared.outage(f"drain of {node} (shared volumes; moved)", since, [ordinal(p) for p in moved])
+        outages(outage)
+        report(f"drained {node} in {took:.1f} s; moved {moved} while it stays cordoned; gaps (s) {outage.gaps}")
+        shared.assert_none_lost()
     finally:
         install.kubectl("uncordon", node)
+
+
+def node_ready(install: Install, node: str) -> str:
+    found = install.get("node", node)
+    status: str = next(c["status"] for c in found["status"]["conditions"] if c["type"] == "Ready")
+    return status
+
+
+def test_a_node_declared_gone_moves_its_shard_on_shared_volumes_with_its_rows(
+    install: Install, shared: Writers, report: Report, outages: Record
+) -> None:
+    assert install.stack.cluster is not None
+    controller = install.controller_node()
+    name = next(n for n in NODES if n != controller and shard_on(install, "shared", n))
+    node = install.stack.cluster.node(name)
+    moved = shard_on(install, "shared", name)
+    since = time.time()
+    node.shut_down()
+    try:
+        wait_until(f"{name} NotReady", lambda: node_ready(install, name) != "True", 120)
+        # What a person runs once the node is known to be off (Kubernetes' non-graceful node shutdown).
+        install.kubectl("taint", "node", name, f"{OUT_OF_SERVICE}=nodeshutdown:NoExecute")
+        wait_until(
+            f"{moved} running on another node",
+            lambda: (
+                len(pods := shard_pods(install, "shared")) == SHARDS
+                and all(p["spec"].get("nodeName") not in (None, name) for p in pods)
+            ),
+            300,
+        )
+        settled(install, "shared", shared)
+        outage = shared.outage(
+            f"{name} shut down and declared gone (shared volumes)", since, [ordinal(p) for p in moved]
+        )
+        outages(outage)
+        report(f"{name} declared gone: {moved} moved with its rows; gaps (s) {outage.gaps}")
+        shared.assert_none_lost()
+    finally:
+        node.restore()
+        wait_until(f"{name} Ready", lambda: node_ready(install, name) == "True", 120)
+        install.kubectl("taint", "node", name, f"{OUT_OF_SERVICE}-")

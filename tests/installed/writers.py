@@ -6,6 +6,9 @@ next number. It prints ``ack N T`` when the server acknowledged the commit and
 ``fail N T`` when it did not (T is the client's clock). After a step the test reads
 the log and the shard's table: every acknowledged number must be stored, and the
 longest gap between acknowledgements is the client-visible outage.
+
+One more pod writes to the cache through its Service (``SET`` with ``redis-cli``, as
+often). A cache keeps nothing it promises to keep, so only its outage is measured.
 """
 
 from __future__ import annotations
@@ -13,19 +16,21 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from testbed import images
 
 from ..data.cluster import PASSWORD
 from ..e2e.sharddbs import wait_until
-from .installs import Install
+from .installs import Install, Obj
 
 LABEL = "sharddb-test/writer"
 TABLE = "acked"
+CACHE = "cache"
 # A new connection per attempt, each bounded: a connection to an address that went away fails in 2 s.
-SCRIPT = f"""
+SHARD_SCRIPT = f"""
 until psql -qAt -h "$HOST" -U postgres -c 'create table if not exists {TABLE} (n int primary key)' >/dev/null 2>&1
 do sleep 0.5; done
 echo ready
@@ -33,6 +38,19 @@ i=0
 while true; do
   i=$((i + 1))
   if PGCONNECT_TIMEOUT=2 timeout 3 psql -qAt -h "$HOST" -U postgres -c "insert into {TABLE} values ($i)" >/dev/null 2>&1
+  then echo "ack $i $(date +%s.%N)"
+  else echo "fail $i $(date +%s.%N)"
+  fi
+  sleep 0.25
+done
+"""
+CACHE_SCRIPT = """
+until [ "$(timeout 3 redis-cli -h "$HOST" ping 2>/dev/null)" = PONG ]; do sleep 0.5; done
+echo ready
+i=0
+while true; do
+  i=$((i + 1))
+  if [ "$(timeout 3 redis-cli -h "$HOST" set "writer:$i" "$i" 2>/dev/null)" = OK ]
   then echo "ack $i $(date +%s.%N)"
   else echo "fail $i $(date +%s.%N)"
   fi
@@ -76,60 +94,130 @@ def tally(log: str, since: float | None = None) -> Tally:
     return Tally(frozenset(acked), failed, max(gaps, default=0.0), last)
 
 
+@dataclass(frozen=True)
+class Target:
+    """A database a writer writes to: the DNS name clients use, and the pod whose table holds the rows."""
+
+    host: str
+    pod: str
+
+
+@dataclass(frozen=True)
+class Outage:
+    """One step as the clients saw it: the longest gap of each writer, and which shards the step stopped."""
+
+    step: str
+    gaps: dict[str, float]
+    affected: tuple[str, ...]
+    cache: float | None = None
+
+    @property
+    def hit(self) -> list[float]:
+        return [self.gaps[name] for name in self.affected]
+
+    @property
+    def others(self) -> list[float]:
+        return [gap for name, gap in self.gaps.items() if name not in self.affected]
+
+    def row(self) -> str:
+        """``| step | shards stopped | p50 | max | the others' max | the cache's max |``, in seconds."""
+
+        def seconds(values: list[float], pick: str) -> str:
+            if not values:
+                return "—"
+            return f"{statistics.median(values) if pick == 'p50' else max(values):.1f}"
+
+        cache = "—" if self.cache is None else f"{self.cache:.1f}"
+        hit = self.hit
+        return (
+            f"| {self.step} | {len(hit)} | {seconds(hit, 'p50')} | {seconds(hit, 'max')} "
+            f"| {seconds(self.others, 'max')} | {cache} |"
+        )
+
+
+HEADER = (
+    "| step | shards stopped | outage p50 (s) | outage max (s) | other shards' max (s) | cache max (s) |\n"
+    "|---|---:|---:|---:|---:|---:|"
+)
+
+
 @dataclass
 class Writers:
-    """One writer per shard of ``sharddb`` in ``namespace``."""
+    """One writer per database in ``targets`` (and one against ``cache``, a Service name, if given)."""
 
     install: Install
     namespace: str
-    sharddb: str
-    shards: int
+    name: str
+    targets: tuple[Target, ...]
+    cache: str | None = None
+    node: str | None = None  # keep the writers on this node (out of a step that stops another)
+    started: bool = field(default=False, init=False)
 
-    def pod(self, shard: int) -> str:
-        return f"writer-{self.sharddb}-{shard}"
+    @classmethod
+    def for_sharddb(
+        cls, install: Install, namespace: str, sharddb: str, shards: int, node: str | None = None
+    ) -> Writers:
+        """A writer per shard through its stable DNS name, and one through the cache's Service."""
+        targets = tuple(Target(f"{sharddb}-db-{i}.{sharddb}-db", f"{sharddb}-db-{i}") for i in range(shards))
+        return cls(install, namespace, sharddb, targets, cache=f"{sharddb}-cache", node=node)
+
+    def pod(self, writer: int | str) -> str:
+        return f"writer-{self.name}-{writer}"
+
+    @property
+    def writers(self) -> list[int | str]:
+        """Each writer by its index in ``targets``, and ``CACHE`` for the cache's."""
+        return [*range(len(self.targets)), *([CACHE] if self.cache else [])]
+
+    def _manifest(self, writer: int | str) -> Obj:
+        host = self.cache if writer == CACHE else self.targets[int(writer)].host
+        script, image = (CACHE_SCRIPT, images.REDIS) if writer == CACHE else (SHARD_SCRIPT, images.POSTGRES)
+        spec: Obj = {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 999, "runAsGroup": 999},
+            "containers": [
+                {
+                    "name": "writer",
+                    "image": image,
+                    "command": ["bash", "-c", script],
+                    "env": [{"name": "PGPASSWORD", "value": PASSWORD}, {"name": "HOST", "value": host}],
+                }
+            ],
+        }
+        if self.node:
+            spec["nodeSelector"] = {"kubernetes.io/hostname": self.node}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": self.pod(writer), "namespace": self.namespace, "labels": {LABEL: self.name}},
+            "spec": spec,
+        }
 
     def start(self) -> None:
-        for shard in range(self.shards):
-            pod = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": self.pod(shard), "namespace": self.namespace, "labels": {LABEL: self.sharddb}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "terminationGracePeriodSeconds": 1,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 999, "runAsGroup": 999},
-                    "containers": [
-                        {
-                            "name": "writer",
-                            "image": images.POSTGRES,
-                            "command": ["bash", "-c", SCRIPT],
-                            "env": [
-                                {"name": "PGPASSWORD", "value": PASSWORD},
-                                {"name": "HOST", "value": f"{self.sharddb}-db-{shard}.{self.sharddb}-db"},
-                            ],
-                        }
-                    ],
-                },
-            }
-            self.install.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
-        for shard in range(self.shards):
-            wait_until(f"{self.pod(shard)} writing", functools.partial(self.writing, shard), 120)
+        for writer in self.writers:
+            self.install.kubectl("apply", "-f", "-", stdin=json.dumps(self._manifest(writer)))
+        for writer in self.writers:
+            wait_until(f"{self.pod(writer)} writing", functools.partial(self.writing, writer), 120)
+        self.started = True
 
-    def writing(self, shard: int, within: float = 2.0) -> bool:
-        """The writer has had a commit acknowledged in the last ``within`` seconds."""
-        return self.tally(shard).last_ack >= time.time() - within
+    def writing(self, writer: int | str, within: float = 2.0) -> bool:
+        """The writer has had a write acknowledged in the last ``within`` seconds."""
+        return self.tally(writer).last_ack >= time.time() - within
 
-    def log(self, shard: int) -> str:
+    def all_writing(self) -> bool:
+        return all(self.writing(writer) for writer in self.writers)
+
+    def log(self, writer: int | str) -> str:
         """What the writer printed so far; nothing while its container is still being created."""
-        return self.install.kubectl("logs", "-n", self.namespace, self.pod(shard), check=False)
+        return self.install.kubectl("logs", "-n", self.namespace, self.pod(writer), check=False)
 
-    def tally(self, shard: int, since: float | None = None) -> Tally:
-        return tally(self.log(shard), since)
+    def tally(self, writer: int | str, since: float | None = None) -> Tally:
+        return tally(self.log(writer), since)
 
     def stored(self, shard: int) -> frozenset[int]:
-        pod = f"{self.sharddb}-db-{shard}"
         out = self.install.kubectl(
-            "exec", "-n", self.namespace, pod, "-c", "db", "--",
+            "exec", "-n", self.namespace, self.targets[shard].pod, "-c", "db", "--",
             "psql", "-qAt", "-U", "postgres", "-c", f"select n from {TABLE}",
         )  # fmt: skip
         return frozenset(int(line) for line in out.split())
@@ -138,5 +226,17 @@ class Writers:
         """Acknowledged numbers the shard does not have: must always be empty."""
         return self.tally(shard).acked - self.stored(shard)
 
+    def assert_none_lost(self) -> None:
+        """Every commit any writer saw acknowledged is in its shard's table."""
+        lost = {self.targets[shard].pod: sorted(self.lost(shard)) for shard in range(len(self.targets))}
+        assert all(not numbers for numbers in lost.values()), f"acknowledged commits lost: {lost}"
+
+    def outage(self, step: str, since: float, affected: list[int] | None = None) -> Outage:
+        """The step as the clients saw it from ``since``: each shard writer's longest gap (and the cache's)."""
+        gaps = {self.targets[i].pod: self.tally(i, since).longest_gap for i in range(len(self.targets))}
+        chosen = range(len(self.targets)) if affected is None else affected
+        cache = self.tally(CACHE, since).longest_gap if self.cache else None
+        return Outage(step, gaps, tuple(self.targets[i].pod for i in chosen), cache)
+
     def stop(self) -> None:
-        self.install.kubectl("delete", "pod", "-n", self.namespace, "-l", LABEL, "--wait=false")
+        self.install.kubectl("delete", "pod", "-n", self.namespace, "-l", f"{LABEL}={self.name}", "--wait=false")
