@@ -6,10 +6,26 @@ fleet benchmark), a real kubelet cannot keep up; the data tier runs the real nod
 pods the real scheduler binds to it, writes the statuses a kubelet would: Running
 and Ready after a short delay, Job pods that succeed (or fail when told to), the
 kubelet's waiting reasons for an image that cannot be pulled, a missing Secret or
-ConfigMap and a crash loop, and a drain delay before a deleted pod goes. It also
-provisions volumes: a PersistentVolume pre-bound to each pending claim, which the
-real persistent-volume binder then binds. Everything else — StatefulSets, Jobs,
-EndpointSlices, scheduling — is the real controllers' work.
+ConfigMap and a crash loop, and a drain delay before a deleted pod goes.
+
+It is also the cluster's volume provisioner, as kind ships one: the default
+StorageClass ``standard`` (``storage_class()``, applied by the stack) binds
+``WaitForFirstConsumer`` and names this agent's provisioner, ``sharddb.test/stand-in``.
+So the real scheduler never rejects a shard pod for an unbound claim: it picks the
+node, writes it on the claim (``volume.kubernetes.io/selected-node``) and waits; the
+real persistent-volume controller then hands the claim to the provisioner it names
+(``volume.kubernetes.io/storage-provisioner``), and this agent makes the volume as
+rancher's local-path-provisioner does: bound to that node by its node affinity, its
+claim reference, class and reclaim policy the claim's class's, named ``pvc-<claim uid>``.
+The real controller binds the two, and the scheduler binds the pod. A released
+volume whose policy is ``Delete`` is deleted, as that provisioner deletes it.
+The agent once made a volume pre-bound to each claim of no class instead, which no
+real cluster does: the scheduler then rejected each new shard pod for its unbound
+claim, and retried it only at its 5-minute sweep if its own volume cache saw the
+binding late.
+
+Everything else — StatefulSets, Jobs, EndpointSlices, scheduling, binding — is the
+real controllers' work.
 """
 
 from __future__ import annotations
@@ -31,6 +47,12 @@ import httpx
 
 Obj = dict[str, Any]
 NODE_NAME = "node-1"
+PROVISIONER = "sharddb.test/stand-in"
+STORAGE_CLASS = "standard"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+# The persistent-volume controller writes both when it hands a claim to an external provisioner.
+STORAGE_PROVISIONER = ("volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner")
 log = logging.getLogger("testbed.node")
 
 
@@ -85,7 +107,7 @@ class NodeAgent:
         self._removing: set[str] = set()  # uids of pods with a removal queued
         self._ips = itertools.count(2)
         self._pod_ips: dict[str, str] = {}  # pod uid -> IP
-        self._provisioned: set[str] = set()  # claim uids with a volume made for them
+        self._provisioned: set[str] = set()  # claim uids with a volume made (or being made) for them
         self._threads: list[threading.Thread] = []
 
     # --- lifecycle ----------------------------------------------------------
@@ -96,6 +118,7 @@ class NodeAgent:
         for name, target, args in (
             ("pods", self._watch, (pods, self._on_pod)),
             ("claims", self._watch, ("/api/v1/persistentvolumeclaims", self._on_claim)),
+            ("volumes", self._watch, ("/api/v1/persistentvolumes", self._on_volume)),
             ("actions", self._run_actions, ()),
         ):
             thread = threading.Thread(target=target, args=args, name=f"node-{name}", daemon=True)
@@ -250,34 +273,46 @@ class NodeAgent:
             self._later(0.0, pod, "start")
 
     def _on_claim(self, event: str, claim: Obj) -> None:
+        """Provision a volume for a claim handed to this provisioner on a node the scheduler chose, once."""
         uid = claim["metadata"]["uid"]
-        if event == "DELETED" or claim["spec"].get("volumeName") or uid in self._provisioned:
+        if event == "DELETED":
+            self._provisioned.discard(uid)
+            return
+        node = selected_node(claim)
+        if node is None or uid in self._provisioned:
             return
         self._provisioned.add(uid)
-        meta, spec = claim["metadata"], claim["spec"]
-        volume = {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": f"pv-{uid}", "labels": {"sharddb.test/provisioned": "true"}},
-            "spec": {
-                "capacity": {"storage": spec["resources"]["requests"]["storage"]},
-                "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": spec.get("storageClassName") or "",
-                "volumeMode": spec.get("volumeMode") or "Filesystem",
-                "hostPath": {"path": f"/var/lib/stand-in/{uid}"},
-                "claimRef": {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolumeClaim",
-                    "namespace": meta["namespace"],
-                    "name": meta["name"],
-                    "uid": uid,
-                },
-            },
-        }
-        response = self.http.post("/api/v1/persistentvolumes", json=volume)
-        if response.status_code not in (201, 409):
-            log.warning("volume for %s/%s: %s", meta["namespace"], meta["name"], response.text)
+        meta = claim["metadata"]
+        what = f"volume for {meta['namespace']}/{meta['name']}"
+        try:
+            found = self.http.get(f"/apis/storage.k8s.io/v1/storageclasses/{claim['spec']['storageClassName']}")
+            if found.status_code != 200 or found.json().get("provisioner") != PROVISIONER:
+                log.warning(
+                    "%s: class %s is not this provisioner's: %s", what, claim["spec"]["storageClassName"], found.text
+                )
+                return
+            response = self.http.post("/api/v1/persistentvolumes", json=provisioned_volume(claim, found.json(), node))
+        except httpx.HTTPError as error:
+            log.debug("%s: %s; retried on the next relist", what, error)
+            self._provisioned.discard(uid)
+            return
+        log.info("%s on %s: %s", what, node, response.status_code)
+        if response.status_code not in (201, 409):  # 409: made already (by an agent before this one)
+            log.warning("%s: %s", what, response.text)
+            self._provisioned.discard(uid)
+
+    def _on_volume(self, event: str, volume: Obj) -> None:
+        """Delete a released volume of this provisioner's whose policy says so, as the real provisioner does."""
+        if event == "DELETED" or not reclaimable(volume):
+            return
+        name, uid = volume["metadata"]["name"], volume["metadata"]["uid"]
+        options = {"preconditions": {"uid": uid}}
+        try:
+            response = self.http.request("DELETE", f"/api/v1/persistentvolumes/{name}", json=options)
+        except httpx.HTTPError as error:
+            log.debug("delete volume %s: %s; retried on the next relist", name, error)
+            return
+        log.info("delete released volume %s: %s", name, response.status_code)
 
     # --- actions ------------------------------------------------------------
 
@@ -499,6 +534,90 @@ class NodeAgent:
             or key in (response.json().get("data") or {})
             or key in (response.json().get("stringData") or {})
         )
+
+
+def storage_class() -> Obj:
+    """The cluster's default StorageClass, as kind ships its ``standard``, naming this agent's provisioner."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {
+            "name": STORAGE_CLASS,
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+        },
+        "provisioner": PROVISIONER,
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "reclaimPolicy": "Delete",
+    }
+
+
+def selected_node(claim: Obj) -> str | None:
+    """The node to provision ``claim``'s volume on, if this provisioner is to provision it now.
+
+    As the external-provisioner library decides: the claim is still unbound, the
+    persistent-volume controller has handed it to this provisioner, and the scheduler has
+    chosen its node (a node-bound volume cannot be made before that).
+    """
+    meta, spec = claim["metadata"], claim["spec"]
+    annotations = meta.get("annotations") or {}
+    if spec.get("volumeName") or meta.get("deletionTimestamp") or not spec.get("storageClassName"):
+        return None
+    named = next((annotations[key] for key in STORAGE_PROVISIONER if key in annotations), None)
+    node = annotations.get(SELECTED_NODE)
+    return node if named == PROVISIONER and node else None
+
+
+def provisioned_volume(claim: Obj, storage_class: Obj, node: str) -> Obj:
+    """The volume rancher's local-path-provisioner makes for ``claim`` on ``node``, with the library's additions.
+
+    Its name, claim reference, class and ``provisioned-by`` annotation come from the
+    external-provisioner library; its node affinity (the node's hostname, which on this
+    agent's node is its name), capacity, access modes and host path from the provisioner.
+    """
+    meta, spec = claim["metadata"], claim["spec"]
+    name = f"pvc-{meta['uid']}"
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "annotations": {PROVISIONED_BY: PROVISIONER}},
+        "spec": {
+            "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+            "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": storage_class.get("reclaimPolicy") or "Delete",
+            "storageClassName": spec["storageClassName"],
+            "volumeMode": "Filesystem",
+            "hostPath": {
+                "path": f"/var/lib/stand-in/{name}_{meta['namespace']}_{meta['name']}",
+                "type": "DirectoryOrCreate",
+            },
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+                    ]
+                }
+            },
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+        },
+    }
+
+
+def reclaimable(volume: Obj) -> bool:
+    """A volume of this provisioner's, released by its claim, whose policy is ``Delete`` and not yet deleted."""
+    meta = volume["metadata"]
+    return (
+        (meta.get("annotations") or {}).get(PROVISIONED_BY) == PROVISIONER
+        and not meta.get("deletionTimestamp")
+        and volume.get("status", {}).get("phase") == "Released"
+        and volume["spec"].get("persistentVolumeReclaimPolicy") == "Delete"
+    )
 
 
 def acted_on(pod: Obj | None, uid: str, action: str) -> Obj | None:

@@ -5,8 +5,10 @@ are the real binaries (``build-binaries.sh``); the hooks run as ``python -m
 hooks`` from a checkout (the working tree, or a revision for the fleet
 benchmark's baseline); the CompositeController comes from that checkout's
 ``metacontroller/`` manifests with only the hook URLs pointed at loopback. The
-node agent (``testbed.node``) is the one stand-in. Each component writes with
-credentials of its own, so the audit log says whose write is whose.
+node agent (``testbed.node``) is the one stand-in, and the provisioner of the
+default StorageClass the stack applies for it (``WaitForFirstConsumer``, as kind
+ships its ``standard``). Each component writes with credentials of its own, so the
+audit log says whose write is whose.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from testbed import cluster, images, partitions
 from testbed.audit import AuditLog, Write
 from testbed.cluster import Cluster
 from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
-from testbed.node import Behaviour, NodeAgent
+from testbed.node import Behaviour, NodeAgent, storage_class
 from testbed.realnode import CLUSTER_GATEWAY, RealNode, build_node_binaries
 from testbed.server import ROOT, HookProcess, free_port, launch
 
@@ -220,6 +222,8 @@ class Stack:
                 self.cluster.start()
                 self.node = self.cluster.members[0]
             else:
+                # The default class, before any claim: the admission plugin writes it into each new claim.
+                self.plane.apply([storage_class()])
                 self._agent_log = _log_to(self.plane.root / "node-agent.log", "testbed.node")
                 self.agent = NodeAgent(
                     self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour

@@ -1,14 +1,23 @@
 """The stand-in node agent acts on the very pod it queued an action for, as a kubelet does.
 
 A kubelet finalizes only a pod whose own ``deletionTimestamp`` is set; a removal queued
-for a pod that has since gone, and whose name a new pod took, is dropped.
+for a pod that has since gone, and whose name a new pod took, is dropped. As the
+provisioner of the default class, it makes a volume only for a claim handed to it on a
+node the scheduler chose, bound to that node, as a real dynamic provisioner does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from testbed.node import acted_on
+from testbed.node import (
+    PROVISIONER,
+    acted_on,
+    provisioned_volume,
+    reclaimable,
+    selected_node,
+    storage_class,
+)
 
 Obj = dict[str, Any]
 
@@ -44,3 +53,67 @@ def test_a_start_goes_ahead_for_its_own_pod() -> None:
 
 def test_nothing_is_done_for_a_pod_already_gone() -> None:
     assert acted_on(None, "uid-1", "remove") is None
+
+
+def claim(annotations: dict[str, str], volume_name: str = "", storage_class_name: str | None = "standard") -> Obj:
+    spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    if volume_name:
+        spec["volumeName"] = volume_name
+    if storage_class_name is not None:
+        spec["storageClassName"] = storage_class_name
+    meta: Obj = {"name": "data-db-db-0", "namespace": "fleet", "uid": "c-1", "annotations": annotations}
+    return {"metadata": meta, "spec": spec}
+
+
+HANDED = {"volume.kubernetes.io/storage-provisioner": PROVISIONER, "volume.kubernetes.io/selected-node": "node-1"}
+
+
+def test_the_default_class_waits_for_the_first_consumer_and_names_the_stand_in() -> None:
+    made = storage_class()
+    assert made["metadata"]["annotations"] == {"storageclass.kubernetes.io/is-default-class": "true"}
+    assert (made["provisioner"], made["volumeBindingMode"]) == (PROVISIONER, "WaitForFirstConsumer")
+
+
+def test_a_claim_handed_to_the_stand_in_on_a_chosen_node_is_provisioned_on_that_node() -> None:
+    assert selected_node(claim(HANDED)) == "node-1"
+    beta = {"volume.beta.kubernetes.io/storage-provisioner": PROVISIONER, "volume.kubernetes.io/selected-node": "n"}
+    assert selected_node(claim(beta)) == "n"
+
+
+def test_a_claim_is_not_provisioned_before_the_scheduler_chose_its_node() -> None:
+    assert selected_node(claim({"volume.kubernetes.io/storage-provisioner": PROVISIONER})) is None
+
+
+def test_a_claim_of_another_provisioner_or_of_no_class_or_bound_is_left_alone() -> None:
+    other = {**HANDED, "volume.kubernetes.io/storage-provisioner": "rancher.io/local-path"}
+    assert selected_node(claim(other)) is None
+    assert selected_node(claim({"volume.kubernetes.io/selected-node": "node-1"})) is None
+    assert selected_node(claim(HANDED, storage_class_name="")) is None
+    assert selected_node(claim(HANDED, volume_name="pvc-c-1")) is None
+
+
+def test_the_volume_has_the_nodes_affinity_the_claims_reference_and_the_class_policy() -> None:
+    volume = provisioned_volume(claim(HANDED), {**storage_class(), "reclaimPolicy": "Retain"}, "node-1")
+    assert volume["metadata"]["name"] == "pvc-c-1"
+    assert volume["metadata"]["annotations"] == {"pv.kubernetes.io/provisioned-by": PROVISIONER}
+    spec = volume["spec"]
+    assert spec["nodeAffinity"]["required"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1"]}]}
+    ]
+    assert (spec["claimRef"]["namespace"], spec["claimRef"]["name"], spec["claimRef"]["uid"]) == (
+        "fleet",
+        "data-db-db-0",
+        "c-1",
+    )
+    assert (spec["storageClassName"], spec["persistentVolumeReclaimPolicy"]) == ("standard", "Retain")
+    assert spec["capacity"] == {"storage": "1Gi"}
+
+
+def test_only_a_released_volume_of_the_stand_in_with_the_delete_policy_is_reclaimed() -> None:
+    volume = provisioned_volume(claim(HANDED), storage_class(), "node-1")
+    assert not reclaimable({**volume, "status": {"phase": "Bound"}})
+    assert reclaimable({**volume, "status": {"phase": "Released"}})
+    retained = {**volume, "spec": {**volume["spec"], "persistentVolumeReclaimPolicy": "Retain"}}
+    assert not reclaimable({**retained, "status": {"phase": "Released"}})
+    foreign = {**volume, "metadata": {"name": "pv-1", "annotations": {}}}
+    assert not reclaimable({**foreign, "status": {"phase": "Released"}})

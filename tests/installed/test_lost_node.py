@@ -128,6 +128,16 @@ def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(
     writers.stop()
 
 
+def restarted(install: Install, uid: str) -> bool:
+    """Metacontroller's pod is a new one (not ``uid``), and Ready."""
+    found = install.kubectl("get", "pod", "-n", METACONTROLLER_NAMESPACE, "metacontroller-0", "-o", "json", check=False)
+    if not found:
+        return False
+    pod = json.loads(found)
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
+    return bool(pod["metadata"]["uid"] != uid and ready)
+
+
 def shards_on(install: Install, name: str, node: str) -> list[str]:
     return sorted(pod for pod in on_node(install, name, node) if pod.startswith(f"{name}-db-"))
 
@@ -141,13 +151,15 @@ def test_metacontroller_and_the_hooks_restarted_while_a_node_is_lost_delete_noth
     with lost(install, node):
         wait_until("the status naming the lost node", lambda: names_lost(install, "twice", node.name), 120)
         stranded = on_node(install, "twice", node.name)
+        controller = install.get("pod", "-n", METACONTROLLER_NAMESPACE, "metacontroller-0")["metadata"]["uid"]
         # The second fault: every controller pod that can restart does (those on the lost node cannot).
         install.kubectl("-n", METACONTROLLER_NAMESPACE, "delete", "pod", "metacontroller-0", "--wait=false")
         install.kubectl(
             "-n", HOOKS_NAMESPACE, "delete", "pod", "-l", "app.kubernetes.io/name=sharddb-hooks",
             f"--field-selector=spec.nodeName!={node.name}", "--wait=false",
         )  # fmt: skip
-        wait_until("Metacontroller back and syncing", lambda: install.hook_calls().get("sync 200", 0) > 0, 180)
+        wait_until("a new Metacontroller pod Ready", lambda: restarted(install, controller), 180)
+        wait_until("the new Metacontroller syncing", lambda: install.hook_calls().get("sync 200", 0) > 0, 120)
         wait_until("the status naming the lost node", lambda: names_lost(install, "twice", node.name), 120)
         report(f"{node.name} lost, Metacontroller and hooks restarted: status {conditions(install, 'twice')}")
         assert on_node(install, "twice", node.name) == stranded, "a pod on the lost node was replaced or removed"
