@@ -230,7 +230,26 @@ class RealNode:
         self.mend()
         self.plane.restart(f"{self.name}-containerd")
         wait_for("containerd to answer", self._answers, 60, self.plane, f"{self.name}-containerd")
-        self.plane.restart(f"{self.name}-kubelet")
+        kubelet = f"{self.name}-kubelet"
+        self.plane.restart(kubelet)
+        # A kubelet that finds the runtime still cleaning up after the machine's stop (its CRI "not
+        # initialized yet") exits; its service manager starts it again, as systemd's Restart=always does.
+        deadline = time.monotonic() + 120
+        while not self.reporting():
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(
+                    f"{self.name}: no Ready heartbeat 120 s after the restore; see {self.log('kubelet')}"
+                )
+            if self.plane.named[kubelet].poll() is not None:
+                time.sleep(1.0)
+                self.plane.restart(kubelet)
+            time.sleep(0.5)
+
+    def reporting(self) -> bool:
+        """The kubelet reports the node Ready (whatever taints the node still carries)."""
+        node: Obj = self.plane.get(f"/api/v1/nodes/{self.name}") or {}
+        conditions = node.get("status", {}).get("conditions", [])
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
     def _containerd(self) -> None:
         cni = self.root / "cni"
@@ -394,10 +413,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
     def ready(self) -> bool:
         node: Obj = self.plane.get(f"/api/v1/nodes/{self.name}") or {}
-        conditions = node.get("status", {}).get("conditions", [])
-        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
         taints = node.get("spec", {}).get("taints", [])
-        return ready and not taints
+        return self.reporting() and not taints
 
     def _kube_proxy(self) -> None:
         config: Obj = {

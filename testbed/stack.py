@@ -63,9 +63,14 @@ CONTROLLERS = (
     "validatingadmissionpolicy-status-controller",
 )
 # A real kubelet sends heartbeats, so the controller that watches them (and lifts a new node's
-# not-ready taint) runs too.
+# not-ready taint) runs too, and so does the one that evicts pods from a node tainted NoExecute (an
+# unreachable node after the pods' toleration; at once, a node declared out of service).
 # In-cluster clients (pods with service accounts) need the CA's ConfigMap in every namespace.
-REAL_NODE_CONTROLLERS = ("node-lifecycle-controller", "root-ca-certificate-publisher-controller")
+REAL_NODE_CONTROLLERS = (
+    "node-lifecycle-controller",
+    "taint-eviction-controller",
+    "root-ca-certificate-publisher-controller",
+)
 SHARDDB_CRD = "sharddbs.mygroup.example.com"
 # What the stack applies of a rendered install (the CRD comes from crds/, the workloads run as processes).
 APPLIED_KINDS = frozenset(

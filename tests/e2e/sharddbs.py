@@ -94,15 +94,13 @@ class ShardDBs:
         found: list[Obj] = response.json()["items"]
         return found
 
-    # A bring-up takes seconds; rarely (2 runs in 7 here) one waited over 90 s, never getting its
-    # shards ready. Two causes fit. The scheduler may park a shard pod as unschedulable just as its
-    # volume binds: its queue can retry the pod before its own volume cache has seen the binding
-    # (kubernetes/kubernetes#73216; two separate informer handlers, still so in 1.34.4), and then only
-    # its 5-minute flush retries it. Or the node agent's stale removals, since fixed: it deleted pods
-    # nobody had marked, in a loop under load. A failing test keeps its evidence (.evidence/), whose
-    # scheduler events tell the two apart. Until one is shown, the wait covers the first: these tests
-    # promise an order, not a speed.
-    AVAILABLE_SECONDS = 330.0
+    # A bring-up takes 6 to 8 s here; this bound is several times that, so a bring-up that grows
+    # much slower fails. It once stalled past 90 s, rarely: claims then had no class and the node
+    # agent pre-bound a volume to each, so the scheduler rejected every new shard pod for its
+    # unbound claim and could retry it only at its 5-minute sweep when its own volume cache saw the
+    # binding late (kubernetes/kubernetes#73216). The agent now provisions as kind's default class
+    # does (WaitForFirstConsumer): the scheduler picks the node and waits; no pod is rejected.
+    AVAILABLE_SECONDS = 60.0
 
     def available(self, name: str, timeout: float = AVAILABLE_SECONDS) -> Obj:
         """Wait until Available=True for the current generation."""

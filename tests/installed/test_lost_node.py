@@ -121,7 +121,7 @@ def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(
         300,
     )
     report(f"rolled out and Available {time.monotonic() - began:.1f} s after {node.name} was back")
-    wait_until("every writer acknowledging", writers.all_writing, 120)
+    writers.wait_acknowledged()
     stopped = [int(pod.rsplit("-", 1)[1]) for pod in shards_on(install, "rolled", node.name)]
     outages(writers.outage(f"{node.name} lost mid-rollout, then back", since, stopped))
     writers.assert_none_lost()

@@ -73,7 +73,7 @@ def ordinal(pod: str) -> int:
 def settled(install: Install, name: str, writers: Writers) -> None:
     """The ShardDB Available again and every writer acknowledging."""
     wait_until(f"{name} Available", lambda: condition(install, name, "Available") == "True", 300)
-    wait_until("every writer acknowledging", writers.all_writing, 120)
+    writers.wait_acknowledged()
 
 
 def drain(install: Install, node: str) -> float:
@@ -213,7 +213,7 @@ def floor(install: Install, local: Writers) -> Iterator[tuple[Writers, Obj]]:
     writers.start()
     yield writers, pod
     writers.stop()
-    install.kubectl("-n", NAMESPACE, "delete", "pod", "floor-0", "--wait=false")
+    install.kubectl("-n", NAMESPACE, "delete", "pod", "floor-0", "--ignore-not-found", "--wait=false")
 
 
 def test_the_floor_of_a_killed_postmaster_loses_no_acknowledged_write(
@@ -224,19 +224,25 @@ def test_the_floor_of_a_killed_postmaster_loses_no_acknowledged_write(
     since = time.time()
     kill_postmaster(install, install.get("pod", "-n", NAMESPACE, "floor-0"))
     wait_until("floor-0 restarted by its kubelet", lambda: restarts(install, "floor-0") > before, 120)
-    wait_until("the floor's writer acknowledging", writers.all_writing, 120)
+    writers.wait_acknowledged()
     outages(writers.outage("floor: postmaster SIGKILLed, no operator", since))
     writers.assert_none_lost()
 
 
 def test_the_floor_of_a_pod_stopped_and_started_loses_no_acknowledged_write(
-    install: Install, floor: tuple[Writers, Obj], outages: Record
+    install: Install, floor: tuple[Writers, Obj], outages: Record, report: Report
 ) -> None:
     writers, pod = floor
+    uid = install.get("pod", "-n", NAMESPACE, "floor-0")["metadata"]["uid"]
     since = time.time()
     install.kubectl("-n", NAMESPACE, "delete", "pod", "floor-0", "--wait", "--timeout=120s")
+    stopped = time.time() - since
     install.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
-    wait_until("the floor's writer acknowledging", writers.all_writing, 120)
+    writers.wait_acknowledged()
+    assert install.get("pod", "-n", NAMESPACE, "floor-0")["metadata"]["uid"] != uid
+    seen = writers.tally(0, since)
+    report(f"floor stopped in {stopped:.1f} s; {seen.failed} failed attempts; longest gap {seen.longest_gap:.1f} s")
+    assert seen.failed > 0, "the floor's writer never failed: its server did not stop"
     outages(writers.outage("floor: pod stopped and started on its node, no operator", since))
     writers.assert_none_lost()
 

@@ -205,8 +205,15 @@ class Writers:
         """The writer has had a write acknowledged in the last ``within`` seconds."""
         return self.tally(writer).last_ack >= time.time() - within
 
-    def all_writing(self) -> bool:
-        return all(self.writing(writer) for writer in self.writers)
+    def acknowledged_after(self, moment: float) -> bool:
+        """Every writer has had a write acknowledged after ``moment`` (its clock): an outage that began
+        before it has ended, so the gaps measured from then on are closed."""
+        return all(self.tally(writer).last_ack > moment for writer in self.writers)
+
+    def wait_acknowledged(self) -> None:
+        """Wait until every writer has a write acknowledged after now: call it once a step is over."""
+        moment = time.time()
+        wait_until(f"every writer of {self.name} acknowledged again", lambda: self.acknowledged_after(moment), 120)
 
     def log(self, writer: int | str) -> str:
         """What the writer printed so far; nothing while its container is still being created."""
