@@ -108,6 +108,12 @@ class Install:
         node: str = pod["spec"]["nodeName"]
         return node
 
+    def node_ready(self, node: str) -> str:
+        """The status of the node's ``Ready`` condition (``True``, ``False`` or ``Unknown``)."""
+        found = self.get("node", node)
+        status: str = next(c["status"] for c in found["status"]["conditions"] if c["type"] == "Ready")
+        return status
+
     def hooks_pods(self) -> list[Obj]:
         return self.pods(HOOKS_NAMESPACE, "app.kubernetes.io/name=sharddb-hooks")
 

@@ -56,12 +56,6 @@ def progressing(install: Install, name: str) -> str:
     return conditions(install, name).get("Progressing", ("", ""))[1]
 
 
-def node_ready(install: Install, node: str) -> str:
-    found = install.get("node", node)
-    status: str = next(c["status"] for c in found["status"]["conditions"] if c["type"] == "Ready")
-    return status
-
-
 def pick(install: Install, name: str, component: str) -> str:
     """A node that runs a ``component`` pod of ``name`` and not Metacontroller's pod."""
     controller = install.controller_node()
@@ -75,11 +69,11 @@ def lost(install: Install, node: RealNode) -> Iterator[None]:
     """The node lost until the block ends, then back and Ready."""
     node.lose()
     try:
-        wait_until(f"{node.name} NotReady", lambda: node_ready(install, node.name) != "True", 120)
+        wait_until(f"{node.name} NotReady", lambda: install.node_ready(node.name) != "True", 120)
         yield
     finally:
         node.restore()
-        wait_until(f"{node.name} Ready", lambda: node_ready(install, node.name) == "True", 120)
+        wait_until(f"{node.name} Ready", lambda: install.node_ready(node.name) == "True", 120)
 
 
 def on_node(install: Install, name: str, node: str) -> dict[str, str]:

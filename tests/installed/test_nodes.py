@@ -303,12 +303,6 @@ def test_a_drained_shard_on_shared_volumes_starts_on_another_node_with_its_rows(
         install.kubectl("uncordon", node)
 
 
-def node_ready(install: Install, node: str) -> str:
-    found = install.get("node", node)
-    status: str = next(c["status"] for c in found["status"]["conditions"] if c["type"] == "Ready")
-    return status
-
-
 def test_a_node_declared_gone_moves_its_shard_on_shared_volumes_with_its_rows(
     install: Install, shared: Writers, report: Report, outages: Record
 ) -> None:
@@ -320,7 +314,7 @@ def test_a_node_declared_gone_moves_its_shard_on_shared_volumes_with_its_rows(
     since = time.time()
     node.shut_down()
     try:
-        wait_until(f"{name} NotReady", lambda: node_ready(install, name) != "True", 120)
+        wait_until(f"{name} NotReady", lambda: install.node_ready(name) != "True", 120)
         # What a person runs once the node is known to be off (Kubernetes' non-graceful node shutdown).
         install.kubectl("taint", "node", name, f"{OUT_OF_SERVICE}=nodeshutdown:NoExecute")
         wait_until(
@@ -340,5 +334,5 @@ def test_a_node_declared_gone_moves_its_shard_on_shared_volumes_with_its_rows(
         shared.assert_none_lost()
     finally:
         node.restore()
-        wait_until(f"{name} Ready", lambda: node_ready(install, name) == "True", 120)
+        wait_until(f"{name} Ready", lambda: install.node_ready(name) == "True", 120)
         install.kubectl("taint", "node", name, f"{OUT_OF_SERVICE}-")
