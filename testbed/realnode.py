@@ -247,9 +247,7 @@ class RealNode:
 
     def reporting(self) -> bool:
         """The kubelet reports the node Ready (whatever taints the node still carries)."""
-        node: Obj = self.plane.get(f"/api/v1/nodes/{self.name}") or {}
-        conditions = node.get("status", {}).get("conditions", [])
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+        return _reports_ready(self.plane.get(f"/api/v1/nodes/{self.name}") or {})
 
     def _containerd(self) -> None:
         cni = self.root / "cni"
@@ -413,8 +411,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
     def ready(self) -> bool:
         node: Obj = self.plane.get(f"/api/v1/nodes/{self.name}") or {}
-        taints = node.get("spec", {}).get("taints", [])
-        return self.reporting() and not taints
+        return _reports_ready(node) and not node.get("spec", {}).get("taints", [])
 
     def _kube_proxy(self) -> None:
         config: Obj = {
@@ -438,6 +435,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
     def _proxy_rules(self) -> bool:
         return "KUBE-SERVICES" in self.run("iptables-save", "-t", "nat", check=False).stdout
+
+
+def _reports_ready(node: Obj) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
 
 
 def must(command: list[str]) -> None:

@@ -28,7 +28,7 @@ from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
 from .conftest import Record, Report
 from .installs import Install, Obj
-from .writers import LABEL, Target, Writers
+from .writers import LABEL, Outage, Target, Writers
 
 pytestmark = pytest.mark.installed
 NAMESPACE = "nodes"
@@ -74,6 +74,14 @@ def settled(install: Install, name: str, writers: Writers) -> None:
     """The ShardDB Available again and every writer acknowledging."""
     wait_until(f"{name} Available", lambda: condition(install, name, "Available") == "True", 300)
     writers.wait_acknowledged()
+
+
+def record(outages: Record, writers: Writers, step: str, since: float, stopped: list[str] | None = None) -> Outage:
+    """The step's outage as the writers saw it from ``since``, in the session's table; ``stopped`` (shard
+    pods) are the ones the step stopped, every shard if not told."""
+    outage = writers.outage(step, since, None if stopped is None else [ordinal(p) for p in stopped])
+    outages(outage)
+    return outage
 
 
 def drain(install: Install, node: str) -> float:
@@ -263,10 +271,7 @@ def test_draining_a_node_in_turn_loses_no_acknowledged_write(
     finally:
         install.kubectl("uncordon", node)
     settled(install, "local", local)
-    outage = local.outage(
-        f"drain of {node} (node-bound volumes; until uncordoned)", since, [ordinal(p) for p in waiting]
-    )
-    outages(outage)
+    outage = record(outages, local, f"drain of {node} (node-bound volumes; until uncordoned)", since, waiting)
     report(f"drained in {took:.1f} s; shard pods that waited for it {waiting}; longest gap per shard (s) {outage.gaps}")
     local.assert_none_lost()
 
@@ -295,8 +300,7 @@ def test_a_drained_shard_on_shared_volumes_starts_on_another_node_with_its_rows(
     try:
         settled(install, "shared", shared)
         assert shard_on(install, "shared", node) == []
-        outage = shared.outage(f"drain of {node} (shared volumes; moved)", since, [ordinal(p) for p in moved])
-        outages(outage)
+        outage = record(outages, shared, f"drain of {node} (shared volumes; moved)", since, moved)
         report(f"drained {node} in {took:.1f} s; moved {moved} while it stays cordoned; gaps (s) {outage.gaps}")
         shared.assert_none_lost()
     finally:
@@ -326,10 +330,7 @@ def test_a_node_declared_gone_moves_its_shard_on_shared_volumes_with_its_rows(
             300,
         )
         settled(install, "shared", shared)
-        outage = shared.outage(
-            f"{name} shut down and declared gone (shared volumes)", since, [ordinal(p) for p in moved]
-        )
-        outages(outage)
+        outage = record(outages, shared, f"{name} shut down and declared gone (shared volumes)", since, moved)
         report(f"{name} declared gone: {moved} moved with its rows; gaps (s) {outage.gaps}")
         shared.assert_none_lost()
     finally:
