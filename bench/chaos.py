@@ -77,6 +77,7 @@ class Campaign:
     longest_unavailable: tuple[float, str] = (0.0, "")
     relists: int = 0
     made: Counter[str] = field(default_factory=Counter)  # objects of each kind the history saw created
+    audit_bytes: int = 0  # the API server's audit log at the end, read whole (never rotated)
 
     @property
     def passed(self) -> bool:
@@ -236,6 +237,7 @@ def run(options: Options, progress: Progress, evidence: Path | None = None) -> C
         try:
             # Judged while the stack is there: the audit log goes with it.
             campaign.violations += unmarked_deletions(stack.audit.writes())
+            campaign.audit_bytes = stack.audit.mark()
             changes = history.changes()
             campaign.injected = list(schedule.injected)
             campaign.fault_errors = list(schedule.errors)
@@ -273,7 +275,7 @@ def _settle(
     time.sleep(options.recovery_seconds)
     recovered, mark = time.time(), stack.audit.mark()
     time.sleep(options.idle_seconds)
-    campaign.idle_writes = [w for w in stack.metacontroller_writes(mark) if w.namespace == NAMESPACE]
+    campaign.idle_writes = [w for w in stack.metacontroller_writes(mark, ok=False) if w.namespace == NAMESPACE]
     campaign.violations += degraded_after(history.changes(), recovered)
     if not workload.all_available(workload.items(), second):
         campaign.violations.append(Violation("available-after-recovery", NAMESPACE, 0, "a ShardDB left Available"))

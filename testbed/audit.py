@@ -50,6 +50,10 @@ class Write:
         return f"{self.user} {self.verb} {target} {self.namespace}/{self.name} -> {self.code}"
 
 
+class AuditLogCutError(RuntimeError):
+    """The log is no longer the whole record since the stack started: judging from it would be wrong."""
+
+
 class AuditLog:
     """Reads the log file; ``mark()`` then ``since(mark)`` counts what a step cost."""
 
@@ -75,13 +79,28 @@ class AuditLog:
             and (not ok or 200 <= write.code < 300)
         ]
 
+    def rotated(self) -> list[Path]:
+        """Backups the API server rotated out of this log (``audit-<time>.log`` beside it); none is ever expected."""
+        return sorted(self.path.parent.glob(f"{self.path.stem}-*{self.path.suffix}"))
+
     def writes(self, mark: int = 0) -> Iterator[Write]:
-        """Every write logged after ``mark``, read line by line (a campaign's log is large)."""
+        """Every write logged after ``mark``, read line by line (a campaign's log is large).
+
+        A rotated log is refused, not read: the writes before the rotation are in another
+        file, and a judgement over part of the log (a deletion whose marking went before)
+        would be wrong without saying so.
+        """
         try:
             log = self.path.open("rb")
         except FileNotFoundError:
             return
         with log:
+            size = log.seek(0, 2)
+            if backups := self.rotated():
+                names = ", ".join(p.name for p in backups)
+                raise AuditLogCutError(f"{self.path} was rotated ({names}); its writes before that are not in it")
+            if mark > size:
+                raise AuditLogCutError(f"{self.path} is {size} bytes, shorter than a mark at {mark}: it was cut")
             log.seek(mark)
             for line in log:
                 try:

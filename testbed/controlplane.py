@@ -50,6 +50,7 @@ rules:
     resources: [{group: "", resources: [pods]}]
   - level: Metadata
 """
+AUDIT_LOG_MAX_MB = 1_000_000  # a terabyte: no stack writes that much
 ROOT_PREFIX = "sharddb-apiserver-"
 OWNER_FILE = "owner.pid"
 _PR_SET_PDEATHSIG = 1
@@ -288,7 +289,9 @@ class ControlPlane:
                 f"--audit-policy-file={policy}",
                 f"--audit-log-path={self.audit_log}",
                 "--audit-log-format=json",
-                "--audit-log-maxsize=0",
+                # Never rotated in a stack's life: 0 means 100 MB in 1.34 (kubernetes/kubernetes#136478), and a
+                # fault campaign's log passes that; a reader of one file would miss what went before.
+                f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
                 "--v=0",
             ],
         )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from testbed.audit import AuditLog
+import pytest
+
+from testbed.audit import AuditLog, AuditLogCutError
 
 Obj = dict[str, Any]
 
@@ -47,3 +50,16 @@ def test_a_write_answered_with_a_status_names_no_uid(tmp_path: Path) -> None:
 def test_a_write_logged_without_its_answer_names_no_uid(tmp_path: Path) -> None:
     (write,) = written(tmp_path, event("update", 200)).since()
     assert (write.verb, write.uid) == ("update", "")
+
+
+def test_a_rotated_log_is_refused_not_read_in_part(tmp_path: Path) -> None:
+    audit = written(tmp_path, event("update", 200))
+    (tmp_path / "audit-2026-12-02T10-39-14.216.log").write_text(json.dumps(event("delete", 200)) + "\n")
+    with pytest.raises(AuditLogCutError, match=re.escape("audit-2026-12-02T10-39-14.216.log")):
+        audit.since()
+
+
+def test_a_mark_past_the_end_of_the_log_is_refused(tmp_path: Path) -> None:
+    audit = written(tmp_path, event("update", 200))
+    with pytest.raises(AuditLogCutError, match="cut"):
+        audit.since(audit.mark() + 1)

@@ -45,7 +45,7 @@ def test_every_phase_of_the_fleets_life_finishes_under_faults(campaign: Campaign
     report(
         ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in campaign.phases.items())
         + f"; {len(campaign.injected)} faults ({dict(sorted(kinds.items()))}); longest unplanned unavailability "
-        f"{campaign.longest_unavailable[0]:.1f} s"
+        f"{campaign.longest_unavailable[0]:.1f} s; audit log {campaign.audit_bytes / 1e6:.0f} MB"
     )
 
 
