@@ -233,10 +233,13 @@ def unmarked_deletions(writes: Iterable[Write]) -> list[Violation]:
     swept: set[str] = set()  # namespaces whose pods were all marked (a namespace's deletion)
     found: list[Violation] = []
     for write in writes:
-        if write.resource != "pods" or not 200 <= write.code < 300:
+        by_node = write.user.startswith(NODE_USERS)
+        # A server error leaves the outcome unknown (etcd may have stored it before it went): another's
+        # marking answered so may have taken, and is counted; a node's deletion answered so is not judged.
+        maybe = write.code >= 500 and not by_node
+        if write.resource != "pods" or not (200 <= write.code < 300 or maybe):
             continue
         key = (write.namespace, write.name)
-        by_node = write.user.startswith(NODE_USERS)
         if write.verb == "create" and not write.subresource:
             marked[key] = False
         elif write.verb == "create" and write.subresource == "eviction":

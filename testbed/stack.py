@@ -183,10 +183,14 @@ class Stack:
     def behaviour(self) -> Behaviour:
         return self.options.behaviour
 
-    def metacontroller_writes(self, mark: int = 0, namespace: str | None = None) -> list[Write]:
-        """Every successful write by any Metacontroller instance after ``mark``."""
+    def metacontroller_writes(self, mark: int = 0, namespace: str | None = None, *, ok: bool = True) -> list[Write]:
+        """Every write by a Metacontroller instance after ``mark``: the successful ones, or every attempt if not ``ok``.
+
+        An idle window is judged on attempts: a write the API server refused (a conflict)
+        was still a write Metacontroller decided to make.
+        """
         users = {instance.user for instance in self.instances}
-        return [w for w in self.audit.since(mark, namespace=namespace) if w.user in users]
+        return [w for w in self.audit.since(mark, namespace=namespace, ok=ok) if w.user in users]
 
     def hook_calls(self) -> int:
         """Hook calls answered so far (one JSON line each, 304s included)."""

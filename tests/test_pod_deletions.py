@@ -113,3 +113,19 @@ def test_a_delete_by_anyone_but_a_node_is_never_judged() -> None:
     log.add("sharddb-admin", "delete", uid="uid-1")
     log.add(CONTROLLERS, "delete", name="db-007-cache-5d9f7c-x2x9q")
     assert rules(log) == []
+
+
+def test_a_marking_answered_with_a_server_error_may_have_been_stored_and_counts() -> None:
+    log = Log()
+    log.made()
+    log.add(CONTROLLERS, "delete", code=500)  # etcd went away after storing it, or before: the server cannot say
+    log.add(NODE, "delete", uid="uid-1")
+    assert rules(log) == []
+
+
+def test_a_marking_refused_by_the_server_marks_nothing() -> None:
+    log = Log()
+    log.made()
+    log.add(CONTROLLERS, "delete", code=409)
+    log.add(NODE, "delete", uid="uid-1")
+    assert rules(log) == ["nodes-delete-only-marked-pods"]
