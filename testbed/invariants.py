@@ -22,6 +22,7 @@ SEED_JOB = re.compile(r"^(?P<parent>.+)-seed-(?P<shards>\d+)$")
 # A ShardDB's pods: <parent>-db-<ordinal>, <parent>-cache-<hash>-<suffix>, <parent>-seed-<shards>-<suffix>.
 POD = re.compile(r"^(?P<parent>.+?)-(?:db-\d+|cache-[^-]+-[^-]+|seed-\d+-[^-]+)$")
 NODE_USERS = "system:node:"
+TRAIL = 12  # the writes on a pod's name a violation quotes, the last ones
 
 
 @dataclass(frozen=True)
@@ -232,7 +233,10 @@ def unmarked_deletions(writes: Iterable[Write]) -> list[Violation]:
     marked: dict[tuple[str, str], bool] = {}  # (namespace, name) -> its latest incarnation is marked
     swept: set[str] = set()  # namespaces whose pods were all marked (a namespace's deletion)
     found: list[Violation] = []
+    said: dict[tuple[str, str], list[str]] = defaultdict(list)  # every write on a pod's name, answered or not
     for write in writes:
+        if write.resource == "pods":
+            said[(write.namespace, write.name)].append(f"{write.at.time().isoformat()} {write}")
         by_node = write.user.startswith(NODE_USERS)
         # A server error leaves the outcome unknown (etcd may have stored it before it went): another's
         # marking answered so may have taken, and is counted; a node's deletion answered so is not judged.
@@ -257,7 +261,8 @@ def unmarked_deletions(writes: Iterable[Write]) -> list[Violation]:
             parent = match["parent"] if match else write.name
             pod = f"pod {write.name}" + (f" (uid {write.uid})" if write.uid else "")
             detail = (
-                f"{pod} deleted by {write.user} at {write.at.isoformat()}, never marked for deletion by anyone else"
+                f"{pod} deleted by {write.user} at {write.at.isoformat()}, never marked for deletion by anyone else; "
+                f"the writes on its name: {'; '.join(said[key][-TRAIL:])}"
             )
             found.append(Violation("nodes-delete-only-marked-pods", f"{write.namespace}/{parent}", 0, detail))
     return found

@@ -54,6 +54,7 @@ def test_the_recorded_loop_of_a_node_deleting_a_pod_nobody_marked_is_caught_ever
     assert [v.rule for v in found] == ["nodes-delete-only-marked-pods"] * 3
     assert found[0].sharddb == f"{NS}/db-007"
     assert f"pod {POD} deleted by {NODE}" in found[0].detail
+    assert f"{SCHEDULER} create pods/binding {NS}/{POD} -> 201" in found[0].detail  # what led up to it, quoted
 
 
 def test_a_pod_deleted_by_its_controller_then_finalized_by_its_node_breaks_no_rule() -> None:
