@@ -19,8 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from testbed.node import NodeAgent
-from testbed.stack import NODE, Stack
+from testbed.stack import Stack
 
 # Processes of the control plane by the part of the stack they are (one fault at a time per part).
 COMPONENTS = {
@@ -148,13 +147,8 @@ class Faults:
         return "hooks"
 
     def node_agent(self) -> str:
-        stack = self.stack
-        assert stack.agent is not None, "the node agent fault needs the stand-in node"
-        stack.agent.stop()
-        self._down()
-        plane = stack.control_plane
-        stack.agent = NodeAgent(plane.url, plane.identities[NODE][0], plane.ca_file, stack.behaviour)
-        stack.agent.start()
+        assert self.stack.agent is not None, "the node agent fault needs the stand-in node"
+        self.stack.restart_node_agent(self.rng.uniform(*self.timing.down))
         return "node agent"
 
 

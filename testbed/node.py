@@ -6,7 +6,8 @@ fleet benchmark), a real kubelet cannot keep up; the data tier runs the real nod
 pods the real scheduler binds to it, writes the statuses a kubelet would: Running
 and Ready after a short delay, Job pods that succeed (or fail when told to), the
 kubelet's waiting reasons for an image that cannot be pulled, a missing Secret or
-ConfigMap and a crash loop, and a drain delay before a deleted pod goes.
+ConfigMap and a crash loop, and a drain delay before a deleted pod goes. A pod keeps its
+address for its life, across the agent's own restart, as its sandbox outlives a kubelet's.
 
 It is also the cluster's volume provisioner, as kind ships one: the default
 StorageClass ``standard`` (``storage_class()``, applied by the stack) binds
@@ -37,7 +38,7 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -406,7 +407,11 @@ class NodeAgent:
             return None, None
         stamp = now_rfc3339()
         uid = pod["metadata"]["uid"]
-        ip = self._pod_ips.setdefault(uid, f"10.244.{(n := next(self._ips)) // 250}.{n % 250 + 1}")
+        with self._lock:
+            if uid not in self._pod_ips:
+                held = {p.get("status", {}).get("podIP") for p in self._pods.values()} | set(self._pod_ips.values())
+                self._pod_ips[uid] = pod_address(previous, self._ips, held)
+            ip = self._pod_ips[uid]
         job = next((ref["name"] for ref in pod["metadata"].get("ownerReferences", []) if ref["kind"] == "Job"), None)
         waiting = self._waiting(pod)
         base: Obj = {
@@ -632,6 +637,15 @@ def acted_on(pod: Obj | None, uid: str, action: str) -> Obj | None:
     if action == "remove" and not pod["metadata"].get("deletionTimestamp"):
         return None
     return pod
+
+
+def pod_address(previous: Obj, counter: Iterator[int], held: set[str | None]) -> str:
+    """A pod's IP: the one it has (its sandbox outlives a kubelet's restart), else the next one no pod holds."""
+    if previous.get("podIP"):
+        return str(previous["podIP"])
+    while (address := f"10.244.{(n := next(counter)) // 250}.{n % 250 + 1}") in held:
+        pass
+    return address
 
 
 def _gist(status: Obj) -> tuple[Any, ...]:

@@ -183,6 +183,15 @@ class Stack:
     def behaviour(self) -> Behaviour:
         return self.options.behaviour
 
+    def restart_node_agent(self, down: float = 0.0) -> None:
+        """Stop the stand-in node agent and start a new one after ``down`` seconds, as a kubelet restarts."""
+        assert self.agent is not None, "only the stand-in node's agent restarts this way"
+        self.agent.stop()
+        time.sleep(down)
+        plane = self.control_plane
+        self.agent = NodeAgent(plane.url, plane.identities[NODE][0], plane.ca_file, self.behaviour)
+        self.agent.start()
+
     def metacontroller_writes(self, mark: int = 0, namespace: str | None = None, *, ok: bool = True) -> list[Write]:
         """Every write by a Metacontroller instance after ``mark``: the successful ones, or every attempt if not ``ok``.
 

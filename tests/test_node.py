@@ -8,11 +8,13 @@ node the scheduler chose, bound to that node, as a real dynamic provisioner does
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from testbed.node import (
     PROVISIONER,
     acted_on,
+    pod_address,
     provisioned_volume,
     reclaimable,
     selected_node,
@@ -53,6 +55,16 @@ def test_a_start_goes_ahead_for_its_own_pod() -> None:
 
 def test_nothing_is_done_for_a_pod_already_gone() -> None:
     assert acted_on(None, "uid-1", "remove") is None
+
+
+def test_a_running_pod_keeps_its_address_when_the_agent_starts_again() -> None:
+    # A restarted kubelet finds the pod's sandbox, and its network, as they were.
+    assert pod_address({"podIP": "10.244.0.7"}, itertools.count(2), set()) == "10.244.0.7"
+
+
+def test_a_new_pod_gets_an_address_no_pod_on_the_node_holds() -> None:
+    held: set[str | None] = {"10.244.0.3", "10.244.0.4", None}
+    assert pod_address({}, itertools.count(2), held) == "10.244.0.5"
 
 
 def claim(annotations: dict[str, str], volume_name: str = "", storage_class_name: str | None = "standard") -> Obj:

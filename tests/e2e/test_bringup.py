@@ -71,3 +71,21 @@ def test_an_available_sharddb_costs_no_writes_while_idle(stack: Stack, sharddbs:
     time.sleep(12)  # more than two resyncs
     assert stack.hook_calls() > calls, "no hook call in the idle window: nothing was checked"
     assert [str(w) for w in stack.metacontroller_writes(mark, namespace=sharddbs.namespace, ok=False)] == []
+
+
+def test_a_node_agent_started_again_moves_no_running_pod_and_costs_no_write(stack: Stack, sharddbs: ShardDBs) -> None:
+    """A kubelet that restarts finds its pods' sandboxes as they were: no address or readiness moves, so no
+    EndpointSlice and no ShardDB status follows (a fault campaign once saw every address change, and its idle
+    window the status writes that came of it)."""
+    sharddbs.create(NAME)
+    sharddbs.available(NAME)
+    time.sleep(3)  # the last status and seed-memory writes of the bring-up settle
+    addresses = {p["metadata"]["name"]: p["status"]["podIP"] for p in sharddbs.items("Pod") if p["status"].get("podIP")}
+    mark = stack.audit.mark()
+    stack.restart_node_agent()
+    time.sleep(6)  # the new agent has listed its pods and acted on each (its start action is due at once)
+    after = {p["metadata"]["name"]: p["status"].get("podIP") for p in sharddbs.items("Pod")}
+    assert {name: after.get(name) for name in addresses} == addresses
+    moved = [w for w in stack.audit.since(mark, namespace=sharddbs.namespace, ok=False) if w.resource == "pods"]
+    assert [str(w) for w in moved] == []
+    assert [str(w) for w in stack.metacontroller_writes(mark, namespace=sharddbs.namespace, ok=False)] == []
