@@ -5,7 +5,8 @@ JSON event per line in completion order, each under the identity of the
 component that sent it; so a test can count Metacontroller's writes, or order
 one component's write before another's, from the API server's own record. A
 pod's deletion is logged with its answer, so it also names the very pod (its
-uid) that was deleted.
+uid) that was deleted. Completion order is not the order things were stored: two
+writes that overlap are logged in the order their answers went out.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class Write:
     name: str
     code: int
     uid: str = ""  # the object's uid, where the log says it (a pod's deletion)
+    received: datetime | None = None  # when the request came in; ``at`` is when its answer went out
+
+    @property
+    def began(self) -> datetime:
+        """When the request came in: a write logged after another may have been stored before it."""
+        return self.received or self.at
 
     @property
     def kind(self) -> str:
@@ -123,8 +130,9 @@ def _write(event: dict[str, object]) -> Write | None:
         return None
     meta = answer.get("metadata") if answer.get("kind") != "Status" else None
     uid = ref.get("uid") or (meta.get("uid") if isinstance(meta, dict) else None) or ""
+    received = event.get("requestReceivedTimestamp")
     return Write(
-        at=datetime.fromisoformat(str(event["stageTimestamp"]).replace("Z", "+00:00")),
+        at=_time(event["stageTimestamp"]),
         user=str(user.get("username", "")),
         verb=str(event["verb"]),
         resource=str(ref.get("resource", "")),
@@ -133,7 +141,12 @@ def _write(event: dict[str, object]) -> Write | None:
         name=str(ref.get("name", "")),
         code=int(str(status.get("code", 0))),
         uid=str(uid),
+        received=_time(received) if received else None,
     )
+
+
+def _time(stamp: object) -> datetime:
+    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
 
 
 def tally(writes: list[Write]) -> Counter[str]:

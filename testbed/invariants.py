@@ -228,12 +228,28 @@ def unmarked_deletions(writes: Iterable[Write]) -> list[Violation]:
     another pod. The log says which pod a DELETE took (its uid) where the deletion's answer
     is logged; a marking that does not (an eviction) counts for the pod of that name since
     its last create. The log must start before the pods it judges were made.
+
+    The log is in the order answers went out. A marking DELETE stores the mark, then
+    finishes the deletion; a node that saw the mark may finish first, and its DELETE is
+    then logged before the marking's. So a node's deletion is judged at the end of the
+    log: it was marked if another's marking of that pod came in before it was answered.
     """
     marked_uids: set[str] = set()
     marked: dict[tuple[str, str], bool] = {}  # (namespace, name) -> its latest incarnation is marked
     swept: set[str] = set()  # namespaces whose pods were all marked (a namespace's deletion)
-    found: list[Violation] = []
+    suspects: list[Write] = []  # nodes' deletions with no marking logged before them
     said: dict[tuple[str, str], list[str]] = defaultdict(list)  # every write on a pod's name, answered or not
+
+    def clear(marking: Write, name: str | None) -> None:
+        """Suspects this marking came in before: of its pod (its uid, where both say it), or all its namespace's."""
+
+        def covers(s: Write) -> bool:
+            same = s.namespace == marking.namespace and (name is None or s.name == name)
+            incarnation = not (marking.uid and s.uid) or s.uid == marking.uid
+            return same and incarnation and marking.began <= s.at
+
+        suspects[:] = [s for s in suspects if not covers(s)]
+
     for write in writes:
         if write.resource == "pods":
             said[(write.namespace, write.name)].append(f"{write.at.time().isoformat()} {write}")
@@ -248,21 +264,30 @@ def unmarked_deletions(writes: Iterable[Write]) -> list[Violation]:
             marked[key] = False
         elif write.verb == "create" and write.subresource == "eviction":
             marked[key] = True
+            clear(write, write.name)
         elif write.verb == "deletecollection" and not by_node:
             swept.add(write.namespace)
+            clear(write, None)
         elif write.verb == "delete" and not write.subresource and not by_node:
             marked[key] = True
             if write.uid:
                 marked_uids.add(write.uid)
-        elif write.verb == "delete" and not write.subresource:
-            if write.uid in marked_uids or marked.get(key, False) or write.namespace in swept:
-                continue
-            match = POD.match(write.name)
-            parent = match["parent"] if match else write.name
-            pod = f"pod {write.name}" + (f" (uid {write.uid})" if write.uid else "")
-            detail = (
-                f"{pod} deleted by {write.user} at {write.at.isoformat()}, never marked for deletion by anyone else; "
-                f"the writes on its name: {'; '.join(said[key][-TRAIL:])}"
-            )
-            found.append(Violation("nodes-delete-only-marked-pods", f"{write.namespace}/{parent}", 0, detail))
+            clear(write, write.name)
+        elif (
+            write.verb == "delete"
+            and not write.subresource
+            and not (write.uid in marked_uids or marked.get(key, False) or write.namespace in swept)
+        ):
+            suspects.append(write)
+    found: list[Violation] = []
+    for write in suspects:
+        key = (write.namespace, write.name)
+        match = POD.match(write.name)
+        parent = match["parent"] if match else write.name
+        pod = f"pod {write.name}" + (f" (uid {write.uid})" if write.uid else "")
+        detail = (
+            f"{pod} deleted by {write.user} at {write.at.isoformat()}, never marked for deletion by anyone else; "
+            f"the writes on its name: {'; '.join(said[key][-TRAIL:])}"
+        )
+        found.append(Violation("nodes-delete-only-marked-pods", f"{write.namespace}/{parent}", 0, detail))
     return found

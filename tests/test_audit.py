@@ -63,3 +63,9 @@ def test_a_mark_past_the_end_of_the_log_is_refused(tmp_path: Path) -> None:
     audit = written(tmp_path, event("update", 200))
     with pytest.raises(AuditLogCutError, match="cut"):
         audit.since(audit.mark() + 1)
+
+
+def test_a_write_says_when_it_came_in_as_well_as_when_it_was_answered(tmp_path: Path) -> None:
+    logged = event("delete", 200) | {"requestReceivedTimestamp": "2026-12-01T23:51:45.900000Z"}
+    (write,) = written(tmp_path, logged).since()
+    assert (write.at - write.began).total_seconds() == 0.223456

@@ -28,10 +28,20 @@ class Log:
         self._clock = itertools.count()
 
     def add(
-        self, user: str, verb: str, subresource: str = "", *, name: str = POD, uid: str = "", code: int = 200
+        self,
+        user: str,
+        verb: str,
+        subresource: str = "",
+        *,
+        name: str = POD,
+        uid: str = "",
+        code: int = 200,
+        took: float = 0.0,
     ) -> None:
+        """A write answered now, which came in ``took`` seconds before."""
         at = datetime(2026, 12, 1, 23, 51, 46, tzinfo=UTC) + timedelta(seconds=next(self._clock))
-        self.writes.append(Write(at, user, verb, "pods", subresource, NS, name, code, uid))
+        received = at - timedelta(seconds=took)
+        self.writes.append(Write(at, user, verb, "pods", subresource, NS, name, code, uid, received))
 
     def made(self, name: str = POD) -> None:
         """The StatefulSet controller makes the pod, the scheduler binds it, the node says it runs."""
@@ -129,4 +139,30 @@ def test_a_marking_refused_by_the_server_marks_nothing() -> None:
     log.made()
     log.add(CONTROLLERS, "delete", code=409)
     log.add(NODE, "delete", uid="uid-1")
+    assert rules(log) == ["nodes-delete-only-marked-pods"]
+
+
+def test_a_marking_that_came_in_first_but_was_answered_after_the_nodes_deletion_counts() -> None:
+    # Recorded: the garbage collector's DELETE stored the mark; the node saw it and finished the pod before that
+    # DELETE's own answer went out, so the log holds the node's deletion first.
+    log = Log()
+    log.made()
+    log.add(NODE, "delete", uid="uid-1")
+    log.add(CONTROLLERS, "delete", uid="uid-1", took=2.0)
+    assert rules(log) == []
+
+
+def test_a_marking_that_came_in_after_the_nodes_deletion_was_answered_does_not_count() -> None:
+    log = Log()
+    log.made()
+    log.add(NODE, "delete", uid="uid-1")
+    log.add(CONTROLLERS, "delete", uid="uid-1", took=0.5)
+    assert rules(log) == ["nodes-delete-only-marked-pods"]
+
+
+def test_a_late_logged_marking_of_another_pod_of_that_name_does_not_count() -> None:
+    log = Log()
+    log.made()
+    log.add(NODE, "delete", uid="uid-1")
+    log.add(CONTROLLERS, "delete", uid="uid-2", took=2.0)
     assert rules(log) == ["nodes-delete-only-marked-pods"]
