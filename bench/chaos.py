@@ -57,7 +57,10 @@ class Options:
     gap: tuple[float, float] = (5.0, 20.0)  # seconds between one fault (or two) and the next
     together: float = 0.25  # share of moments with two faults at once
     timing: Timing = field(default_factory=Timing)
-    recovery_seconds: float = 30.0  # faults stopped, before the idle window
+    # Faults stopped, before the idle window: an informer whose watch kept failing relists only after client-go's
+    # backoff, which stays in [30, 60) s until the API server has been healthy for 2 minutes. Until then
+    # Metacontroller may act on a stale cache (a child it just made, created again: 409).
+    recovery_seconds: float = 60.0
     idle_seconds: float = 30.0
     phase_timeout: float = 1800.0
     seed: int = 1

@@ -26,7 +26,7 @@ OPTIONS = Options(
     gap=(3.0, 8.0),
     together=0.25,
     timing=Timing(down=(0.5, 3.0), frozen=(12.0, 15.0)),
-    recovery_seconds=10.0,
+    recovery_seconds=60.0,  # client-go's relist backoff after the API server's faults: up to 60 s (bench.chaos)
     idle_seconds=20.0,
     phase_timeout=600.0,
     seed=7,
