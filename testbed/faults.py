@@ -152,6 +152,18 @@ class Faults:
         return "node agent"
 
 
+def ended(code: int | None) -> str:
+    """A dead process's return code in words: its exit status, or the signal that killed it."""
+    if code is None:
+        return "gone"
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
 class Supervisor:
     """What a kubelet or a Deployment does for a crashed component: starts it again, and says so.
 
@@ -176,13 +188,15 @@ class Supervisor:
         while not self._stop.wait(1.0):
             for name, component in self._dead():
                 with self.faults.lock:
-                    if component in self.faults.busy:
+                    # Judged again under the lock: a fault holding the part may have put it back meanwhile.
+                    if component in self.faults.busy or (name, component) not in self._dead():
                         continue
                     self.faults.busy.add(component)
+                how = self._how_it_ended(name)
                 started = time.time()
                 try:
                     self._revive(name)
-                    self.crashed.append(Injected("crashed", name, started, time.time()))
+                    self.crashed.append(Injected("crashed", f"{name} ({how})", started, time.time()))
                 finally:
                     with self.faults.lock:
                         self.faults.busy.discard(component)
@@ -203,6 +217,14 @@ class Supervisor:
         if stack.hooks is not None and stack.hooks.process.poll() is not None:
             dead.append(("hooks", "hooks"))
         return dead
+
+    def _how_it_ended(self, name: str) -> str:
+        """Its exit status or the signal that ended it: what a crash report needs first."""
+        stack = self.faults.stack
+        process = stack.control_plane.named.get(name) or stack.metacontrollers.get(name)
+        if process is None and name == "hooks" and stack.hooks is not None:
+            process = stack.hooks.process
+        return ended(process.poll() if process is not None else None)
 
     def _revive(self, name: str) -> None:
         stack = self.faults.stack
