@@ -409,7 +409,10 @@ class NodeAgent:
         uid = pod["metadata"]["uid"]
         with self._lock:
             if uid not in self._pod_ips:
-                held = {p.get("status", {}).get("podIP") for p in self._pods.values()} | set(self._pod_ips.values())
+                # Which addresses are held is needed only for a pod that has none yet (once per pod, not per status).
+                held: set[str | None] = set()
+                if not previous.get("podIP"):
+                    held = {p.get("status", {}).get("podIP") for p in self._pods.values()} | set(self._pod_ips.values())
                 self._pod_ips[uid] = pod_address(previous, self._ips, held)
             ip = self._pod_ips[uid]
         job = next((ref["name"] for ref in pod["metadata"].get("ownerReferences", []) if ref["kind"] == "Job"), None)

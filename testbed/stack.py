@@ -188,6 +188,9 @@ class Stack:
         assert self.agent is not None, "only the stand-in node's agent restarts this way"
         self.agent.stop()
         time.sleep(down)
+        self._start_node_agent()
+
+    def _start_node_agent(self) -> None:
         plane = self.control_plane
         self.agent = NodeAgent(plane.url, plane.identities[NODE][0], plane.ca_file, self.behaviour)
         self.agent.start()
@@ -243,10 +246,7 @@ class Stack:
                 # The default class, before any claim: the admission plugin writes it into each new claim.
                 self.plane.apply([storage_class()])
                 self._agent_log = _log_to(self.plane.root / "node-agent.log", "testbed.node")
-                self.agent = NodeAgent(
-                    self.plane.url, self.plane.identities[NODE][0], self.plane.ca_file, self.behaviour
-                )
-                self.agent.start()
+                self._start_node_agent()
             if options.installed:
                 return
             self.start_hooks()
