@@ -11,9 +11,7 @@ write is whose.
 from __future__ import annotations
 
 import atexit
-import concurrent.futures
 import contextlib
-import ctypes
 import json
 import os
 import shutil
@@ -29,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from testbed.server import free_port
+from testbed.server import free_port, spawn
 
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build-binaries.sh"
@@ -53,7 +51,6 @@ rules:
 AUDIT_LOG_MAX_MB = 1_000_000  # a terabyte: no stack writes that much
 ROOT_PREFIX = "sharddb-apiserver-"
 OWNER_FILE = "owner.pid"
-_PR_SET_PDEATHSIG = 1
 
 
 class ControlPlaneError(RuntimeError):
@@ -111,16 +108,6 @@ def remove_orphaned_roots() -> None:
             shutil.rmtree(root, ignore_errors=True)
         except (OSError, ValueError):
             continue  # not ours to judge: unreadable, or just being created
-
-
-_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawner")
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: own process group, and SIGKILL when the test process dies."""
-    os.setsid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @dataclass
@@ -192,20 +179,10 @@ class ControlPlane:
         Started again under the same name (``restart``), it appends to the same log.
         """
         self.commands[name] = (args, env)
-        log = (self.root / f"{name}.log").open("ab")
-        # Forked from one long-lived thread: Linux sends the parent-death signal when the *thread* that
-        # forked a child ends, so a restart from a fault's short-lived thread would be killed with it.
-        process = _SPAWNER.submit(
-            subprocess.Popen,
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.root,
-            env=env,
-            preexec_fn=_die_with_parent,  # runs before exec, in the spawner thread
-        ).result()
-        log.close()
+        with (self.root / f"{name}.log").open("ab") as log:
+            process = spawn(
+                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.root, env=env
+            )
         self.processes.append(process)
         self.named[name] = process
         return process

@@ -6,7 +6,10 @@ warnings without the server blocking on a full pipe; a test can read them afterw
 
 from __future__ import annotations
 
+import concurrent.futures
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,10 +19,33 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+_PR_SET_PDEATHSIG = 1
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawner")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: own process group, and SIGKILL when the test process dies."""
+    os.setsid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn(args: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` of a part of the stack that dies with this process, even when it is killed.
+
+    Forked from one long-lived thread: Linux sends the parent-death signal when the *thread* that
+    forked a child ends, so a restart from a fault's short-lived thread would be killed with it.
+    """
+
+    def popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(list(args), preexec_fn=_die_with_parent, **options)  # preexec in the spawner thread
+
+    return _SPAWNER.submit(popen).result()
 
 
 def free_port() -> int:
@@ -78,9 +104,8 @@ def launch(
     }
     stdout, stderr = logs / f"{module}-{port}.out", logs / f"{module}-{port}.err"
     with stdout.open("wb") as out, stderr.open("wb") as err:
-        process = subprocess.Popen(
-            [*prefix, sys.executable, "-m", module], cwd=cwd, env=environment, stdout=out, stderr=err
-        )
+        # A test process killed outright leaves no server behind.
+        process = spawn([*prefix, sys.executable, "-m", module], cwd=cwd, env=environment, stdout=out, stderr=err)
     running = HookProcess(process, port, scheme, stdout, stderr)
     try:
         deadline = time.monotonic() + timeout
