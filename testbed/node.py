@@ -383,7 +383,7 @@ class NodeAgent:
             if follow_up is not None:
                 self._later(follow_up[0], stored, follow_up[1])
             return
-        stored["status"] = status
+        stored["status"] = kept_times(stored.get("status", {}), status)
         response = self.http.put(f"{self._pod_path(stored)}/status", json=stored)
         log.info(
             "%s %s (uid %s): %s, %s",
@@ -649,6 +649,30 @@ def pod_address(previous: Obj, counter: Iterator[int], held: set[str | None]) ->
     while (address := f"10.244.{(n := next(counter)) // 250}.{n % 250 + 1}") in held:
         pass
     return address
+
+
+def kept_times(previous: Obj, status: Obj) -> Obj:
+    """``status`` with the times that did not move: a kubelet keeps a condition's ``lastTransitionTime``
+    while its status holds, and a running container's ``startedAt`` while it runs."""
+    held = {c["type"]: c for c in previous.get("conditions", [])}
+    statuses = previous.get("containerStatuses", [])
+    running = {c["name"]: c["state"]["running"] for c in statuses if "running" in c.get("state", {})}
+
+    def condition(c: Obj) -> Obj:
+        before = held.get(c["type"])
+        if before is None or before.get("status") != c["status"] or "lastTransitionTime" not in before:
+            return c
+        return {**c, "lastTransitionTime": before["lastTransitionTime"]}
+
+    def container(c: Obj) -> Obj:
+        if "running" not in c.get("state", {}) or c["name"] not in running:
+            return c
+        return {**c, "state": {"running": dict(running[c["name"]])}}
+
+    kept = {**status, "conditions": [condition(c) for c in status.get("conditions", [])]}
+    if "containerStatuses" in status:
+        kept["containerStatuses"] = [container(c) for c in status["containerStatuses"]]
+    return kept
 
 
 def _gist(status: Obj) -> tuple[Any, ...]:

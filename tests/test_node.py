@@ -14,6 +14,7 @@ from typing import Any
 from testbed.node import (
     PROVISIONER,
     acted_on,
+    kept_times,
     pod_address,
     provisioned_volume,
     reclaimable,
@@ -65,6 +66,35 @@ def test_a_running_pod_keeps_its_address_when_the_agent_starts_again() -> None:
 def test_a_new_pod_gets_an_address_no_pod_on_the_node_holds() -> None:
     held: set[str | None] = {"10.244.0.3", "10.244.0.4", None}
     assert pod_address({}, itertools.count(2), held) == "10.244.0.5"
+
+
+def running(ready: str, at: str) -> Obj:
+    return {
+        "phase": "Running",
+        "conditions": [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": at},
+            {"type": "Ready", "status": ready, "lastTransitionTime": at},
+        ],
+        "containerStatuses": [{"name": "db", "ready": ready == "True", "state": {"running": {"startedAt": at}}}],
+    }
+
+
+def test_a_condition_that_holds_keeps_when_it_last_changed() -> None:
+    kept = kept_times(running("False", "2026-12-02T10:00:00Z"), running("True", "2026-12-02T10:00:09Z"))
+    times = {c["type"]: c["lastTransitionTime"] for c in kept["conditions"]}
+    assert times == {"Initialized": "2026-12-02T10:00:00Z", "Ready": "2026-12-02T10:00:09Z"}
+
+
+def test_a_container_still_running_keeps_when_it_started() -> None:
+    kept = kept_times(running("False", "2026-12-02T10:00:00Z"), running("True", "2026-12-02T10:00:09Z"))
+    assert kept["containerStatuses"][0]["state"] == {"running": {"startedAt": "2026-12-02T10:00:00Z"}}
+
+
+def test_a_container_that_was_not_running_starts_now() -> None:
+    waiting = {"phase": "Pending", "containerStatuses": [{"name": "db", "state": {"waiting": {"reason": "x"}}}]}
+    kept = kept_times(waiting, running("True", "2026-12-02T10:00:09Z"))
+    assert kept["containerStatuses"][0]["state"] == {"running": {"startedAt": "2026-12-02T10:00:09Z"}}
+    assert {c["lastTransitionTime"] for c in kept["conditions"]} == {"2026-12-02T10:00:09Z"}
 
 
 def claim(annotations: dict[str, str], volume_name: str = "", storage_class_name: str | None = "standard") -> Obj:

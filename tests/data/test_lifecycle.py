@@ -105,20 +105,21 @@ def test_bring_up_seeds_every_shard_by_its_dns_name(
         assert f"seed: {shard(i)}.{NAME}-db:5432 accepts connections" in seed, seed
         assert f"seed: logged in to {shard(i)}.{NAME}-db as postgres" in seed, seed
     assert sharddbs.child("Job", f"{NAME}-seed-3")["status"].get("succeeded") == 1
-    report(f"applied to Available in {seconds:.1f} s, {cost(stack, cluster, mark)}")
+    report(f"applied to Available in {seconds:.1f} s, {cost(stack, cluster, mark)}; events: {said(cluster) or 'none'}")
 
 
 def test_an_idle_sharddb_costs_no_write_beside_a_real_kubelet(stack: Stack, cluster: Cluster, report: Report) -> None:
-    """Probes, status reports and resyncs keep coming; none of them makes Metacontroller write a child or status,
-    and no sync fails: a hook that refused some real pod status would fail every sync that sees it."""
+    """Probes, status reports and resyncs keep coming; none of them makes Metacontroller write, not even an event.
+
+    The only event Metacontroller writes on a ShardDB is a failed sync's ``SyncError``: one in the window
+    would mean a hook refused some real pod status, and would fail every sync that sees it. The window is
+    read off the audit log, so an event left from the bring-up is not counted against it.
+    """
     mark = stack.audit.mark()
     time.sleep(2.5 * RESYNC_SECONDS)
     attempts = stack.metacontroller_writes(mark, namespace=cluster.namespace, ok=False)
-    writes = [w for w in attempts if w.resource != "events"]
-    assert writes == [], [str(w) for w in writes]
-    said = [f"{e.get('reason')}: {e.get('message')}" for e in cluster.events_of("ShardDB")]
-    report(f"idle {2.5 * RESYNC_SECONDS:.0f} s: no write; Metacontroller's events on the ShardDB: {said or 'none'}")
-    assert not [line for line in said if line.startswith("SyncError")], f"a sync failed: {said}"
+    report(f"idle {2.5 * RESYNC_SECONDS:.0f} s: {len(attempts)} Metacontroller writes, events included")
+    assert attempts == [], ([str(w) for w in attempts], said(cluster))
 
 
 def test_the_cache_answers_through_its_service(sharddbs: ShardDBs, cluster: Cluster) -> None:
@@ -310,6 +311,14 @@ def test_a_recreated_sharddb_finds_every_row_on_the_kept_claims(sharddbs: ShardD
     for i in range(5):
         assert rows(cluster, shard(i)) == expected(i)
         assert_clean_start(cluster, shard(i))
+
+
+def said(cluster: Cluster) -> list[str]:
+    """Metacontroller's events on the ShardDB, with their words, count and last time."""
+    return [
+        f"{e.get('lastTimestamp')} (count {e.get('count', 1)}) {e.get('reason')}: {e.get('message')}"
+        for e in cluster.events_of("ShardDB")
+    ]
 
 
 def cost(stack: Stack, cluster: Cluster, mark: int) -> str:
