@@ -5,7 +5,8 @@ JSON event per line in completion order, each under the identity of the
 component that sent it; so a test can count Metacontroller's writes, or order
 one component's write before another's, from the API server's own record. A
 pod's deletion is logged with its answer, so it also names the very pod (its
-uid) that was deleted. Completion order is not the order things were stored: two
+uid) that was deleted, and a ShardDB's status write is logged with its request, so
+it says what the status became. Completion order is not the order things were stored: two
 writes that overlap are logged in the order their answers went out.
 """
 
@@ -35,6 +36,7 @@ class Write:
     code: int
     uid: str = ""  # the object's uid, where the log says it (a pod's deletion)
     received: datetime | None = None  # when the request came in; ``at`` is when its answer went out
+    status: str = ""  # what a ShardDB's status write wrote, as compact JSON (logged with its request)
 
     @property
     def began(self) -> datetime:
@@ -54,7 +56,8 @@ class Write:
 
     def __str__(self) -> str:
         target = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
-        return f"{self.user} {self.verb} {target} {self.namespace}/{self.name} -> {self.code}"
+        said = f"{self.user} {self.verb} {target} {self.namespace}/{self.name} -> {self.code}"
+        return f"{said}: {self.status}" if self.status else said
 
 
 class AuditLogCutError(RuntimeError):
@@ -131,6 +134,8 @@ def _write(event: dict[str, object]) -> Write | None:
     meta = answer.get("metadata") if answer.get("kind") != "Status" else None
     uid = ref.get("uid") or (meta.get("uid") if isinstance(meta, dict) else None) or ""
     received = event.get("requestReceivedTimestamp")
+    request = event.get("requestObject")
+    written = request.get("status") if isinstance(request, dict) else None
     return Write(
         at=_time(event["stageTimestamp"]),
         user=str(user.get("username", "")),
@@ -142,6 +147,7 @@ def _write(event: dict[str, object]) -> Write | None:
         code=int(str(status.get("code", 0))),
         uid=str(uid),
         received=_time(received) if received else None,
+        status=json.dumps(written, sort_keys=True, separators=(",", ":")) if written is not None else "",
     )
 
 

@@ -35,7 +35,8 @@ ADMIN_USER = "sharddb-admin"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "metacontroller")
 METACONTROLLER_CRDS = "metacontroller-crds-v4.17.2.yaml"
 # Writes only (reads would drown them), at Metadata level: who, what, when, with what result. A pod's
-# deletion also keeps its answer, the deleted pod, so the log says which incarnation of a name went.
+# deletion also keeps its answer, the deleted pod, so the log says which incarnation of a name went;
+# a ShardDB's status write keeps its request, so a write nobody expected says what it changed.
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -46,6 +47,9 @@ rules:
   - level: RequestResponse
     verbs: [delete]
     resources: [{group: "", resources: [pods]}]
+  - level: Request
+    verbs: [update, patch]
+    resources: [{group: mygroup.example.com, resources: [sharddbs/status]}]
   - level: Metadata
 """
 AUDIT_LOG_MAX_MB = 1_000_000  # a terabyte: no stack writes that much

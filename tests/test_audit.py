@@ -69,3 +69,17 @@ def test_a_write_says_when_it_came_in_as_well_as_when_it_was_answered(tmp_path: 
     logged = event("delete", 200) | {"requestReceivedTimestamp": "2026-12-01T23:51:45.900000Z"}
     (write,) = written(tmp_path, logged).since()
     assert (write.at - write.began).total_seconds() == 0.223456
+
+
+def test_a_sharddb_status_write_says_what_the_status_became(tmp_path: Path) -> None:
+    update = event("update", 200)
+    update["objectRef"] = {"resource": "sharddbs", "subresource": "status", "namespace": "fleet", "name": "demo"}
+    update["requestObject"] = {"kind": "ShardDB", "status": {"readyShards": 3, "cacheReady": True}}
+    (write,) = written(tmp_path, update).since()
+    assert write.status == '{"cacheReady":true,"readyShards":3}'
+    assert str(write).endswith('update sharddbs/status fleet/demo -> 200: {"cacheReady":true,"readyShards":3}')
+
+
+def test_a_write_logged_without_its_request_says_no_status(tmp_path: Path) -> None:
+    (write,) = written(tmp_path, event("update", 200)).since()
+    assert write.status == ""
