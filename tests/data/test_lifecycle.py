@@ -105,7 +105,8 @@ def test_bring_up_seeds_every_shard_by_its_dns_name(
         assert f"seed: {shard(i)}.{NAME}-db:5432 accepts connections" in seed, seed
         assert f"seed: logged in to {shard(i)}.{NAME}-db as postgres" in seed, seed
     assert sharddbs.child("Job", f"{NAME}-seed-3")["status"].get("succeeded") == 1
-    report(f"applied to Available in {seconds:.1f} s, {cost(stack, cluster, mark)}")
+    tail = settled(stack, cluster, mark=stack.audit.mark())
+    report(f"applied to Available in {seconds:.1f} s, {cost(stack, cluster, mark)}; after Available: {tail}")
     # A bring-up's sync fails nowhere either; the idle window below is judged apart, so a failure names its time.
     assert said(cluster) == [], said(cluster)
 
@@ -313,6 +314,21 @@ def test_a_recreated_sharddb_finds_every_row_on_the_kept_claims(sharddbs: ShardD
     for i in range(5):
         assert rows(cluster, shard(i)) == expected(i)
         assert_clean_start(cluster, shard(i))
+
+
+def settled(stack: Stack, cluster: Cluster, mark: int, quiet: float = 3.0, bound: float = 30.0) -> list[str]:
+    """Metacontroller's writes after ``mark`` until none came for ``quiet`` s: the bring-up's tail, with what
+    each status write wrote. On the real node the status moved on for a second after Available (three writes
+    0.4 s apart, the cache's Deployment done a second before); an idle window that began at once caught them."""
+    began = last = time.monotonic()
+    tail: list[str] = []
+    while time.monotonic() - last < quiet:
+        assert time.monotonic() - began < bound, f"still writing {bound:.0f} s after Available: {tail}"
+        time.sleep(0.2)
+        writes = [str(w) for w in stack.metacontroller_writes(mark, namespace=cluster.namespace, ok=False)]
+        if len(writes) > len(tail):
+            tail, last = writes, time.monotonic()
+    return tail
 
 
 def said(cluster: Cluster) -> list[str]:
