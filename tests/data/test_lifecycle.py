@@ -108,7 +108,8 @@ def test_bring_up_seeds_every_shard_by_its_dns_name(
     tail = settled(stack, cluster, mark=stack.audit.mark())
     report(f"applied to Available in {seconds:.1f} s, {cost(stack, cluster, mark)}; after Available: {tail}")
     # A bring-up's sync fails nowhere either; the idle window below is judged apart, so a failure names its time.
-    assert said(cluster) == [], said(cluster)
+    events = said(cluster)
+    assert events == [], events
 
 
 def test_an_idle_sharddb_costs_no_write_beside_a_real_kubelet(stack: Stack, cluster: Cluster, report: Report) -> None:
@@ -319,7 +320,7 @@ def test_a_recreated_sharddb_finds_every_row_on_the_kept_claims(sharddbs: ShardD
 def settled(stack: Stack, cluster: Cluster, mark: int, quiet: float = 3.0, bound: float = 30.0) -> list[str]:
     """Metacontroller's writes after ``mark`` until none came for ``quiet`` s: the bring-up's tail, with what
     each status write wrote. On the real node the status moved on for a second after Available (three writes
-    0.4 s apart, the cache's Deployment done a second before); an idle window that began at once caught them."""
+    0.4 s apart, just after the cache's last writes); an idle window that began at once caught them."""
     began = last = time.monotonic()
     tail: list[str] = []
     while time.monotonic() - last < quiet:
