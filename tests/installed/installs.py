@@ -25,6 +25,7 @@ _HOOK_CALLS = re.compile(
 )
 HOOKS_NAMESPACE = "sharddb-system"
 METACONTROLLER_NAMESPACE = "metacontroller"
+FINISHED = ("Succeeded", "Failed")  # a pod in either phase runs nothing and counts as no replica
 EXAMPLE = ROOT / "examples" / "sharddb.yaml"
 # The example names postgres:16 and redis:7; the test images are Debian bookworm's PostgreSQL 15 and Redis 7.0.
 IMAGES = {"postgres:16": images.POSTGRES, "redis:7": images.REDIS}
@@ -102,9 +103,15 @@ class Install:
         items: list[Obj] = self.get("pods", "-n", namespace, "-l", selector)["items"]
         return items
 
+    def active_pods(self, namespace: str, selector: str) -> list[Obj]:
+        """The pods a controller counts as its replicas: not finished. A kubelet that rejects a pod at admission
+        leaves it Failed, and its ReplicaSet or StatefulSet makes another (seen: a hooks pod bound to a node just
+        cleared of its out-of-service taint, rejected by a kubelet that had not yet seen the taint go)."""
+        return [p for p in self.pods(namespace, selector) if p.get("status", {}).get("phase") not in FINISHED]
+
     def controller_node(self) -> str:
         """The node that runs Metacontroller's pod."""
-        pod = self.pods(METACONTROLLER_NAMESPACE, "app.kubernetes.io/name=metacontroller")[0]
+        pod = self.active_pods(METACONTROLLER_NAMESPACE, "app.kubernetes.io/name=metacontroller")[0]
         node: str = pod["spec"]["nodeName"]
         return node
 
@@ -115,7 +122,7 @@ class Install:
         return status
 
     def hooks_pods(self) -> list[Obj]:
-        return self.pods(HOOKS_NAMESPACE, "app.kubernetes.io/name=sharddb-hooks")
+        return self.active_pods(HOOKS_NAMESPACE, "app.kubernetes.io/name=sharddb-hooks")
 
     def events(self, namespace: str, reason: str) -> list[Obj]:
         items: list[Obj] = self.get("events", "-n", namespace)["items"]

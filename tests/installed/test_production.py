@@ -26,7 +26,7 @@ def available(install: Install) -> str:
 
 
 def test_metacontroller_runs_from_its_release_manifests_as_its_service_account(install: Install) -> None:
-    pods = install.pods(METACONTROLLER_NAMESPACE, "app.kubernetes.io/name=metacontroller")
+    pods = install.active_pods(METACONTROLLER_NAMESPACE, "app.kubernetes.io/name=metacontroller")
     assert len(pods) == 1
     spec = pods[0]["spec"]
     assert spec["serviceAccountName"] == "metacontroller"
