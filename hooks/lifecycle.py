@@ -344,6 +344,8 @@ class _Rollout:
     cache_rolling: bool
     cache_held: bool  # a cache change waits for the shards
     shards_updated: int
+    # The StatefulSet controller has not read the latest spec: its status still describes the last one.
+    shards_unobserved: bool = False
 
 
 def _rollout(
@@ -358,6 +360,7 @@ def _rollout(
     sts, cache = snap.statefulset, snap.cache
     if sts is None:
         return _Rollout(False, False, False, 0)
+    unobserved = sts.rollout.observed_generation < sts.rollout.generation
     db_pending = not contains(sts.template, db_template)
     # A template rollout, not a scale change: only that restarts serving shards on purpose.
     shards_rolling = db_pending or sts.rollout.new_revision()
@@ -367,11 +370,13 @@ def _rollout(
     cache_rolling = cache is not None and (
         (cache_pending and not cache_held) or not cache.rollout.settled(cache.replicas)
     )
-    return _Rollout(shards_rolling, cache_rolling, cache_held, 0 if db_pending else sts.rollout.updated)
+    updated = 0 if db_pending else sts.rollout.updated
+    return _Rollout(shards_rolling, cache_rolling, cache_held, updated, shards_unobserved=unobserved)
 
 
 COMPLETE = "Complete"  # Progressing's reason once everything asked for runs
 ROLLING_UPDATE = "RollingUpdate"  # Progressing's reason while a pod template rolls out
+STATEFULSET_UPDATED = "StatefulSetUpdated"  # written, not yet read by its controller
 
 
 def _stuck(failing: tuple[StuckPod, ...], component: str) -> bool:
@@ -435,6 +440,11 @@ def _progressing(
         waiting = "; the cache rolls after them" if rollout.cache_held else ""
         message = f"{rollout.shards_updated}/{shards} shards updated{waiting}"
         return ConditionState("Progressing", True, ROLLING_UPDATE, message)
+    if rollout.shards_unobserved and snap.statefulset is not None:
+        # Its revisions are the last spec's until it reads this one: "all updated" would be a lie.
+        generation = snap.statefulset.rollout.generation
+        message = f"the StatefulSet's controller has not yet observed its generation {generation}"
+        return ConditionState("Progressing", True, STATEFULSET_UPDATED, message)
     if rollout.cache_held:
         message = f"shards updated; the cache waits until all {shards} are ready and registered"
         return ConditionState("Progressing", True, ROLLING_UPDATE, message)

@@ -376,6 +376,30 @@ def test_shard_rollout_reports_how_many_shards_are_updated() -> None:
     assert decision.update_revision == "r2"
 
 
+def unread(view: StatefulSetView) -> StatefulSetView:
+    """A StatefulSet just written: its status is still the last generation's, every pod on its revision."""
+    return replace(view, rollout=replace(view.rollout, generation=view.rollout.observed_generation + 1))
+
+
+def test_a_template_its_controller_has_not_read_is_not_a_complete_rollout() -> None:
+    decision = decide(available(statefulset=unread(sts(seeded=3))))
+    assert condition(decision, "Progressing") == (True, "StatefulSetUpdated")
+    progressing = next(c for c in decision.conditions if c.type == "Progressing")
+    assert progressing.message == "the StatefulSet's controller has not yet observed its generation 2"
+
+
+def test_a_template_its_controller_has_not_read_keeps_the_sharddb_available() -> None:
+    decision = decide(available(statefulset=unread(sts(seeded=3))))
+    assert decision.phase == Phase.AVAILABLE
+    assert condition(decision, "Available") == (True, "Ready")
+    assert condition(decision, "Degraded") == (False, "AsExpected")
+
+
+def test_a_rollout_is_complete_once_its_controller_has_read_the_template_and_updated_every_shard() -> None:
+    decision = decide(available())
+    assert condition(decision, "Progressing") == (False, "Complete")
+
+
 def test_two_shards_down_during_a_rollout_is_damage() -> None:
     decision = decide(available(statefulset=rolling(ready=1), registered=frozenset({0})))
     assert condition(decision, "Available")[0] is False

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 import time
 
 from testbed.audit import tally
 from testbed.stack import Stack
 
 from .conftest import Report
-from .sharddbs import ShardDBs, is_true, wait_until
+from .sharddbs import ShardDBs, condition, is_true, wait_until
 
 NAME = "roll"
+UNREAD = "unread"
+CONTROLLER_MANAGER = "kube-controller-manager"
 
 
 def test_a_rollout_of_both_images_rolls_the_shards_first_and_keeps_available(
@@ -20,7 +23,6 @@ def test_a_rollout_of_both_images_rolls_the_shards_first_and_keeps_available(
     sharddbs.available(NAME)
     mark = stack.audit.mark()
     with sharddbs.history(NAME) as seen:
-        start = time.monotonic()
         start = time.monotonic()
         assert sharddbs.patch(NAME, {"dbImage": "postgres:16.4", "cache": {"image": "redis:7.4"}}).status_code == 200
 
@@ -62,3 +64,39 @@ def test_a_rollout_of_both_images_rolls_the_shards_first_and_keeps_available(
     assert last_shard_created < cache_update.at, "the cache rolled before the last shard"
     assert last_shard_ready < cache_update.at
     report(f"3 shards and the cache rolled in {seconds:.1f} s, {len(mine)} writes {dict(tally(mine))}")
+
+
+def test_a_template_the_statefulset_controller_has_not_read_is_no_complete_rollout(
+    stack: Stack, sharddbs: ShardDBs
+) -> None:
+    """Its status still shows the last template on every shard: Complete waits for the controller to read it."""
+    sharddbs.create(UNREAD)
+    sharddbs.available(UNREAD)
+    plane = stack.control_plane
+    plane.kill(CONTROLLER_MANAGER, signal.SIGKILL)
+    try:
+        assert sharddbs.patch(UNREAD, {"dbImage": "postgres:16.4"}).status_code == 200
+
+        wait_until("the new template stored", lambda: _shard_image(sharddbs, UNREAD) == "postgres:16.4", 60)
+        reason = wait_until("an answer on the stored template", lambda: _after_the_write(sharddbs, UNREAD), 60)
+    finally:
+        plane.restart(CONTROLLER_MANAGER)
+    assert reason == "StatefulSetUpdated"
+    wait_until(f"{UNREAD}'s rollout to complete", lambda: _progressing(sharddbs, UNREAD) == "Complete", 150)
+    images = {p["spec"]["containers"][0]["image"] for p in sharddbs.pods(UNREAD, "db")}
+    assert images == {"postgres:16.4"}, "Complete before every shard runs the new template"
+
+
+def _after_the_write(sharddbs: ShardDBs, name: str) -> str:
+    """Progressing's reason once an answer read the template stored: the one that wrote it said RollingUpdate."""
+    reason = _progressing(sharddbs, name)
+    return "" if reason in ("Complete", "RollingUpdate") else reason
+
+
+def _progressing(sharddbs: ShardDBs, name: str) -> str:
+    return str(condition(sharddbs.get(name), "Progressing").get("reason", ""))
+
+
+def _shard_image(sharddbs: ShardDBs, name: str) -> str:
+    template = sharddbs.child("StatefulSet", f"{name}-db")["spec"]["template"]
+    return str(template["spec"]["containers"][0]["image"])
