@@ -153,7 +153,7 @@ CONNECTED = "CONNECTED"  # the client's mark: what follows is the cache's answer
 
 
 def test_the_memcached_cache_stores_and_returns_a_value_through_its_service(
-    sharddbs: ShardDBs, cluster: Cluster
+    sharddbs: ShardDBs, cluster: Cluster, report: Report
 ) -> None:
     # The memcached text protocol over bash's /dev/tcp, retried while kube-proxy writes the Service's rules
     # (until then the address is unreachable); what the refused tries printed stays in the log, before CONNECTED.
@@ -168,7 +168,10 @@ def test_the_memcached_cache_stores_and_returns_a_value_through_its_service(
     said = cluster.logs("cache-client", "client")
     assert pod["status"]["phase"] == "Succeeded", said
     assert CONNECTED in said, said
-    assert said.split(CONNECTED, 1)[1].split() == ["STORED", "VALUE", "sharddb", "0", "5", "order", "END"], said
+    refused, answer = said.split(CONNECTED, 1)
+    assert answer.split() == ["STORED", "VALUE", "sharddb", "0", "5", "order", "END"], said
+    if refused.strip():  # not yet explained when the Service was long written (docs/development/tests.md)
+        report(f"memcached: refused before connecting: {' | '.join(refused.strip().splitlines())}")
     assert sharddbs.get(ORDERS)["status"]["cacheReady"] is True
 
 
