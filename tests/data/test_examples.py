@@ -155,8 +155,9 @@ CONNECTED = "CONNECTED"  # the client's mark: what follows is the cache's answer
 def test_the_memcached_cache_stores_and_returns_a_value_through_its_service(
     sharddbs: ShardDBs, cluster: Cluster, report: Report
 ) -> None:
-    # The memcached text protocol over bash's /dev/tcp, retried while kube-proxy writes the Service's rules
-    # (until then the address is unreachable); what the refused tries printed stays in the log, before CONNECTED.
+    # The memcached text protocol over bash's /dev/tcp, retried while kube-proxy writes the Service's rules.
+    # A refused try's words stay in the log, before CONNECTED, and are reported: one came with the rules long
+    # written, its cause not yet named (docs/development/tests.md, "Failures explained").
     talk = (
         "for try in 1 2 3 4 5 6 7 8 9 10; do "
         f"if exec 3<>/dev/tcp/{ORDERS}-cache/11211; then echo {CONNECTED}; "
@@ -170,7 +171,7 @@ def test_the_memcached_cache_stores_and_returns_a_value_through_its_service(
     assert CONNECTED in said, said
     refused, answer = said.split(CONNECTED, 1)
     assert answer.split() == ["STORED", "VALUE", "sharddb", "0", "5", "order", "END"], said
-    if refused.strip():  # not yet explained when the Service was long written (docs/development/tests.md)
+    if refused.strip():
         report(f"memcached: refused before connecting: {' | '.join(refused.strip().splitlines())}")
     assert sharddbs.get(ORDERS)["status"]["cacheReady"] is True
 
