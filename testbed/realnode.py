@@ -430,7 +430,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         }
         path = self.root / "kube-proxy.yaml"
         path.write_text(yaml.safe_dump(config))
-        self.spawn("kube-proxy", [str(self.plane.bin_dir / "kube-proxy"), f"--config={path}"])
+        # At -v=2 each sync of its rules is logged with its time and length: the evidence of when a new
+        # Service reached this node (a client's first try can come before it).
+        self.spawn("kube-proxy", [str(self.plane.bin_dir / "kube-proxy"), f"--config={path}", "--v=2"])
         wait_for("kube-proxy's rules", self._proxy_rules, 60, self.plane, f"{self.name}-kube-proxy")
 
     def _proxy_rules(self) -> bool:
