@@ -157,8 +157,8 @@ def test_the_memcached_cache_stores_and_returns_a_value_through_its_service(
 ) -> None:
     # The memcached text protocol over bash's /dev/tcp, retried while kube-proxy writes the Service's rules:
     # the Service is seconds old when the ShardDB turns Available, and until the node's kube-proxy has written
-    # it, a try answers `Network is unreachable` (docs/development/tests.md, "Failures explained"). A refused
-    # try's words stay in the log, before CONNECTED, and are reported.
+    # its endpoints, a try answers `Network is unreachable` (docs/development/tests.md, "Failures explained").
+    # A refused try's words stay in the log, before CONNECTED, and are reported.
     talk = (
         "for try in 1 2 3 4 5 6 7 8 9 10; do "
         f"if exec 3<>/dev/tcp/{ORDERS}-cache/11211; then echo {CONNECTED}; "
