@@ -19,7 +19,7 @@ SOAK_DATA ?= all
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
+.PHONY: run render test machine unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -55,12 +55,15 @@ testbin:
 crd: venv testbin
 	$(BIN)/python -m tools.crd_schema
 
-## Every test: unit, HTTP on loopback, generated worlds, fuzz, real API server, the real stack end to end,
-## then the data tier on a real node (needs root).
-test: venv testbin lint
-	$(BIN)/python -m pytest -m "not data and not installed"
-	$(MAKE) --no-print-directory data
-	$(MAKE) --no-print-directory installed
+## Every test: lint, unit, HTTP on loopback, generated worlds, fuzz, real API server, the real stack end to end,
+## the data tier on a real node and the installed tier on three (root), the guide and the image; the machine
+## checked first, the builds overlapped with the tiers that do not need them, a table of phases at the end.
+test: machine venv
+	$(BIN)/python -m tools.suite
+
+## The machine's prerequisites for make test (toolchains, Debian packages, root, cgroups, kernel, ../shared), in seconds.
+machine:
+	@$(PYTHON) -m testbed.machine
 
 ## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
 UNIT := not cluster and not slow and not recorded and not shared and not e2e and not data and not installed

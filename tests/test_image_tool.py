@@ -69,6 +69,17 @@ def test_podman_and_buildah_build_without_a_container_runtime_and_keep_the_healt
     assert Builder("docker").build_env() == {"DOCKER_BUILDKIT": "1"}
 
 
+def test_podman_runs_the_image_with_runc_where_runc_is_installed() -> None:
+    """crun, podman's default, refuses a hybrid cgroup layout whose cgroup2 holds a controller."""
+    run = find_builder({}, on_path("podman", "runc").get, bool).run("img", "check", 8080)
+    assert run[:4] == ["podman", "--runtime", "runc", "run"]
+    assert find_builder({"BUILDER": "podman"}, on_path("podman", "runc").get, bool).runtime == "runc"
+
+
+def test_podman_keeps_its_own_runtime_where_runc_is_missing() -> None:
+    assert find_builder({}, on_path("podman").get, bool).run("img", "check", 8080)[:2] == ["podman", "run"]
+
+
 def test_the_container_runs_as_the_images_user_on_a_read_only_root() -> None:
     run = Builder("docker").run("img", "check", 9000)
     assert "--user" not in run, "the image's own USER is what is checked"

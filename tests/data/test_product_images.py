@@ -2,8 +2,8 @@
 
 ``testbed.product_images`` builds both archives (once; cached) as the cluster imports them.
 podman loads each into a store of this module's own (vfs, under a temporary folder, never the
-machine's) and runs it without a network, its cgroups under the sandbox's, so the run leaves
-nothing behind. No stack is started.
+machine's) and runs it with runc (``testbed.machine.podman_runtime``: crun refuses hybrid cgroup layouts)
+without a network, its cgroups under the sandbox's, so the run leaves nothing behind. No stack is started.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import product_images, sandbox
+from testbed import machine, product_images, sandbox
 from testbed.images import ImageBuildError
 from testbed.product_images import HOOKS_NAMES, MC_BINARY, METACONTROLLER
 
@@ -49,6 +49,8 @@ class Podman:
     def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         command = [
             "podman",
+            "--runtime",
+            machine.podman_runtime(),
             "--root",
             str(self.store / "root"),
             "--runroot",

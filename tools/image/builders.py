@@ -53,10 +53,15 @@ class ImageConfig:
 
 @dataclass(frozen=True)
 class Builder:
-    """One builder's commands; ``run_args`` are extra ``run`` options (``IMAGE_RUN_ARGS``)."""
+    """One builder's commands; ``run_args`` are extra ``run`` options (``IMAGE_RUN_ARGS``).
+
+    ``runtime`` is podman's OCI runtime for ``run``: runc where it is installed, since podman's
+    default crun refuses hybrid cgroup layouts (``testbed.machine.podman_runtime``).
+    """
 
     name: str
     run_args: tuple[str, ...] = field(default=())
+    runtime: str | None = None
 
     @property
     def runs_containers(self) -> bool:
@@ -119,6 +124,7 @@ class Builder:
         """
         return [
             self.name,
+            *(["--runtime", self.runtime] if self.runtime else []),
             "run",
             "--detach",
             "--name",
@@ -178,12 +184,14 @@ def find_builder(
             raise NoBuilderError(f"BUILDER={wanted}: expected one of {', '.join(NAMES)}")
         if which(wanted) is None:
             raise NoBuilderError(f"BUILDER={wanted}, but {wanted} is not on PATH")
-        return Builder(wanted, run_args)
+        runc = wanted == "podman" and which("runc") is not None
+        return Builder(wanted, run_args, runtime="runc" if runc else None)
     if which("docker") is not None and docker_engine_up():
         return Builder("docker", run_args)
-    for name in ("podman", "buildah"):
-        if which(name) is not None:
-            return Builder(name, run_args)
+    if which("podman") is not None:
+        return Builder("podman", run_args, runtime="runc" if which("runc") is not None else None)
+    if which("buildah") is not None:
+        return Builder("buildah", run_args)
     client_only = " (docker is installed, but no engine answers)" if which("docker") else ""
     raise NoBuilderError(
         f"no image builder found{client_only}: install docker, podman or buildah "

@@ -1,0 +1,212 @@
+"""``python -m tools.suite`` (``make test``): every tier, the builds overlapped with the tiers that do not need them.
+
+Two lanes run side by side. The build lane, at a lower CPU priority, builds the test stack, then the
+nodes' binaries and images, then the guide's venv; the test lane runs lint and the tiers in order, and
+each tier starts once the builds it needs are done. So the first run on a fresh machine spends its
+eleven minutes of Go builds under lint and the fast tier, and the node's builds under the end-to-end
+tier. At the end a table says when each phase started, how long it took and how it ended; the last
+line counts every test of every tier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+COUNTS = re.compile(r"(?P<count>\d+) (?P<what>passed|failed|errors?|skipped)\b")
+SUMMARY = re.compile(r"^=+ .*\b(passed|failed|errors?|no tests ran)\b.* in [\d.]+s")
+LOGS = ROOT / ".evidence" / "suite"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One command of the run; ``needs`` are build phases it waits for."""
+
+    name: str
+    command: tuple[str, ...]
+    lane: str
+    needs: tuple[str, ...] = ()
+    pytest: bool = False
+
+
+def pytest_phase(name: str, markers: str, *, needs: tuple[str, ...] = (), sandboxed: bool = False) -> Phase:
+    command: tuple[str, ...] = (PYTHON, "-m", "pytest", "-m", markers)
+    if sandboxed:  # a real node's tier runs inside namespaces of its own (testbed/sandbox.py)
+        command = (PYTHON, "-m", "testbed.sandbox", "--", *command)
+    return Phase(name, command, "tests", needs, pytest=True)
+
+
+FAST = "not cluster and not e2e and not data and not installed"
+NODE = ("testbin", "nodebin", "images", "product-images")
+PHASES = (
+    Phase("testbin", ("bash", "testbed/build-binaries.sh"), "builds"),
+    Phase("nodebin", ("bash", "testbed/build-node-binaries.sh"), "builds"),
+    Phase("images", (PYTHON, "-m", "testbed.images"), "builds"),
+    Phase("product-images", (PYTHON, "-m", "testbed.product_images"), "builds"),
+    Phase("docs", ("make", "--no-print-directory", "docs"), "builds"),
+    Phase("image", ("make", "--no-print-directory", "image"), "builds"),
+    Phase("lint", ("make", "--no-print-directory", "lint"), "tests"),
+    pytest_phase("fast", FAST),
+    pytest_phase("cluster", "cluster", needs=("testbin",)),
+    pytest_phase("e2e", "e2e", needs=("testbin",)),
+    pytest_phase("data", "data", needs=NODE, sandboxed=True),
+    pytest_phase("installed", "installed", needs=NODE, sandboxed=True),
+)
+
+
+@dataclass
+class Result:
+    phase: Phase
+    started: float = 0.0
+    seconds: float = 0.0
+    code: int | None = None
+    skipped_for: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+    def outcome(self) -> str:
+        if self.skipped_for:
+            return f"not run: {self.skipped_for}"
+        if self.code is None:
+            return "not run"
+        tests = ", ".join(f"{n} {what}" for what, n in self.counts.items())
+        return ("passed" if self.ok else f"FAILED (exit {self.code})") + (f": {tests}" if tests else "")
+
+
+class Run:
+    """The phases' results, and the lock that keeps one lane's lines whole beside the other's."""
+
+    def __init__(self, phases: Sequence[Phase]) -> None:
+        self.start = time.monotonic()
+        self.results = {phase.name: Result(phase) for phase in phases}
+        self.output = threading.Lock()
+
+    def say(self, line: str) -> None:
+        with self.output:
+            sys.stderr.write(f"suite: {line}\n")
+            sys.stderr.flush()
+
+    def wait_for(self, result: Result) -> bool:
+        """Wait for the builds a phase needs; False (and why, on the result) when one of them failed."""
+        for need in result.phase.needs:
+            needed = self.results[need]
+            if not needed.done.is_set():
+                self.say(f"{result.phase.name} waits for {need}")
+                needed.done.wait()
+            if not needed.ok:
+                result.skipped_for = f"{need} failed"
+                return False
+        return True
+
+    def execute(self, result: Result) -> None:
+        """Run one phase: the test lane's output streams as it comes; the build lane's goes to a log, its
+        progress lines (stderr) shown with the phase's name."""
+        phase = result.phase
+        LOGS.mkdir(parents=True, exist_ok=True)
+        log = LOGS / f"{phase.name}.log"
+        builds = phase.lane == "builds"
+        result.started = time.monotonic() - self.start
+        self.say(f"{phase.name} starts at {result.started / 60:.1f} min: {' '.join(phase.command[-4:])}")
+        env = dict(os.environ)
+        # The builds yield the CPU to the tiers running beside them: a tier is never slowed for a build.
+        command = ("nice", "-n", "15", *phase.command) if builds else phase.command
+        with log.open("w") as kept:
+            process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=kept if builds else subprocess.PIPE,
+                stderr=subprocess.PIPE if builds else subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+            )
+            stream = process.stderr if builds else process.stdout
+            assert stream is not None
+            tail: list[str] = []
+            for line in stream:
+                kept.write(line)
+                if builds:
+                    self.say(f"[{phase.name}] {line.rstrip()}")
+                    continue
+                with self.output:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                tail = [*tail[-5:], line]
+            result.code = process.wait()
+        result.seconds = time.monotonic() - self.start - result.started
+        if phase.pytest:
+            result.counts = pytest_counts(tail)
+        self.say(f"{phase.name} {result.outcome()} in {result.seconds / 60:.1f} min (log: {log.relative_to(ROOT)})")
+
+    def lane(self, name: str) -> None:
+        for result in self.results.values():
+            if result.phase.lane != name:
+                continue
+            try:
+                if self.wait_for(result):
+                    self.execute(result)
+            finally:
+                result.done.set()
+
+    def table(self) -> str:
+        lines = ["", "| phase | lane | started (min) | took (min) | result |", "|---|---|---:|---:|---|"]
+        for result in self.results.values():
+            ran = result.code is not None
+            started = f"{result.started / 60:.1f}" if ran else ""
+            took = f"{result.seconds / 60:.1f}" if ran else ""
+            lines.append(f"| {result.phase.name} | {result.phase.lane} | {started} | {took} | {result.outcome()} |")
+        lines.append(f"| all | | | {(time.monotonic() - self.start) / 60:.1f} | |")
+        return "\n".join(lines)
+
+
+def pytest_counts(tail: Sequence[str]) -> dict[str, int]:
+    """Counts from pytest's closing line (``=== 12 passed, 1 failed, 2 errors in 3.0s ===``); errors count once."""
+    for line in reversed(tail):
+        if SUMMARY.search(line):
+            return {match["what"].removesuffix("s"): int(match["count"]) for match in COUNTS.finditer(line)}
+    return {}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.suite", description=__doc__)
+    parser.add_argument("--only", default="", help="comma-separated phases to run (and the builds they need)")
+    args = parser.parse_args(argv)
+    phases: tuple[Phase, ...] = PHASES
+    if args.only:
+        wanted = set(args.only.split(","))
+        wanted |= {need for phase in PHASES if phase.name in wanted for need in phase.needs}
+        phases = tuple(phase for phase in PHASES if phase.name in wanted)
+    run = Run(phases)
+    lanes = [
+        threading.Thread(target=run.lane, args=(lane,), name=lane) for lane in dict.fromkeys(p.lane for p in phases)
+    ]
+    for thread in lanes:
+        thread.start()
+    for thread in lanes:
+        thread.join()
+    results = run.results.values()
+    with run.output:
+        print(run.table(), file=sys.stderr)
+        passed = sum(r.counts.get("passed", 0) for r in results)
+        failed = sum(r.counts.get("failed", 0) + r.counts.get("error", 0) for r in results)
+        print(f"suite: {passed} passed, {failed} failed")
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
