@@ -30,36 +30,59 @@ LOGS = ROOT / ".evidence" / "suite"
 
 @dataclass(frozen=True)
 class Phase:
-    """One command of the run; ``needs`` are build phases it waits for."""
+    """One command of the run: it waits for ``needs`` (and is not run if one failed) and for ``after`` (however
+    it ended), then runs after the phases before it in its lane."""
 
     name: str
     command: tuple[str, ...]
     lane: str
     needs: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
     pytest: bool = False
+    nice: bool = False  # a build at a lower CPU priority, which never slows a tier beside it
 
 
-def pytest_phase(name: str, markers: str, *, needs: tuple[str, ...] = (), sandboxed: bool = False) -> Phase:
-    command: tuple[str, ...] = (PYTHON, "-m", "pytest", "-m", markers)
+def pytest_phase(
+    name: str,
+    markers: str,
+    *paths: str,
+    lane: str = "tests",
+    needs: tuple[str, ...] = (),
+    after: tuple[str, ...] = (),
+    sandboxed: bool = False,
+) -> Phase:
+    command: tuple[str, ...] = (PYTHON, "-m", "pytest", "-m", markers, *paths)
     if sandboxed:  # a real node's tier runs inside namespaces of its own (testbed/sandbox.py)
         command = (PYTHON, "-m", "testbed.sandbox", "--", *command)
-    return Phase(name, command, "tests", needs, pytest=True)
+    return Phase(name, command, lane, needs, after, pytest=True)
 
 
 FAST = "not cluster and not e2e and not data and not installed"
+# The end-to-end files that start stacks of their own (an older checkout, two partitions, a canned hook, the
+# fault campaign): half the tier's time, mostly waiting, so they run in a lane beside the shared stack's tests.
+OWN_STACKS = (
+    "tests/e2e/test_chaos.py",
+    "tests/e2e/test_model.py",
+    "tests/e2e/test_partitions.py",
+    "tests/e2e/test_strategies.py",
+    "tests/e2e/test_upgrade.py",
+)
 NODE = ("testbin", "nodebin", "images", "product-images")
+# Go's compiles in one, Debian's packages (mmdebstrap, mostly waiting on the network and dpkg) in the other.
+BUILD_LANES = ("builds", "images")
 PHASES = (
-    Phase("testbin", ("bash", "testbed/build-binaries.sh"), "builds"),
-    Phase("nodebin", ("bash", "testbed/build-node-binaries.sh"), "builds"),
-    Phase("images", (PYTHON, "-m", "testbed.images"), "builds"),
-    Phase("product-images", (PYTHON, "-m", "testbed.product_images"), "builds"),
-    Phase("docs", ("make", "--no-print-directory", "docs"), "builds"),
-    Phase("image", ("make", "--no-print-directory", "image"), "builds"),
+    Phase("testbin", ("bash", "testbed/build-binaries.sh"), "builds", nice=True),
+    Phase("nodebin", ("bash", "testbed/build-node-binaries.sh"), "builds", nice=True),
+    Phase("images", (PYTHON, "-m", "testbed.images"), "images", nice=True),
+    Phase("product-images", (PYTHON, "-m", "testbed.product_images"), "images", nice=True),
+    Phase("docs", ("make", "--no-print-directory", "docs"), "images"),
+    Phase("image", ("make", "--no-print-directory", "image"), "images"),
     Phase("lint", ("make", "--no-print-directory", "lint"), "tests"),
     pytest_phase("fast", FAST),
     pytest_phase("cluster", "cluster", needs=("testbin",)),
-    pytest_phase("e2e", "e2e", needs=("testbin",)),
-    pytest_phase("data", "data", needs=NODE, sandboxed=True),
+    pytest_phase("e2e", "e2e", *(f"--ignore={path}" for path in OWN_STACKS), needs=("testbin",)),
+    pytest_phase("e2e-own-stacks", "e2e", *OWN_STACKS, lane="own-stacks", needs=("testbin",)),
+    pytest_phase("data", "data", needs=NODE, after=("e2e-own-stacks",), sandboxed=True),
     pytest_phase("installed", "installed", needs=NODE, sandboxed=True),
 )
 
@@ -69,6 +92,7 @@ class Result:
     phase: Phase
     started: float = 0.0
     seconds: float = 0.0
+    cpu: float = 0.0
     code: int | None = None
     skipped_for: str = ""
     counts: dict[str, int] = field(default_factory=dict)
@@ -101,14 +125,16 @@ class Run:
             sys.stderr.flush()
 
     def wait_for(self, result: Result) -> bool:
-        """Wait for the builds a phase needs; False (and why, on the result) when one of them failed."""
-        for need in result.phase.needs:
-            needed = self.results[need]
-            if not needed.done.is_set():
-                self.say(f"{result.phase.name} waits for {need}")
-                needed.done.wait()
-            if not needed.ok:
-                result.skipped_for = f"{need} failed"
+        """Wait for the phases a phase comes after; False (and why, on the result) when one it needs failed."""
+        for name in (*result.phase.needs, *result.phase.after):
+            other = self.results.get(name)
+            if other is None:
+                continue  # left out by --only
+            if not other.done.is_set():
+                self.say(f"{result.phase.name} waits for {name}")
+                other.done.wait()
+            if name in result.phase.needs and not other.ok:
+                result.skipped_for = f"{name} failed"
                 return False
         return True
 
@@ -118,12 +144,13 @@ class Run:
         phase = result.phase
         LOGS.mkdir(parents=True, exist_ok=True)
         log = LOGS / f"{phase.name}.log"
-        builds = phase.lane == "builds"
+        builds = phase.lane in BUILD_LANES
         result.started = time.monotonic() - self.start
         self.say(f"{phase.name} starts at {result.started / 60:.1f} min: {' '.join(phase.command[-4:])}")
         env = dict(os.environ)
-        # The builds yield the CPU to the tiers running beside them: a tier is never slowed for a build.
-        command = ("nice", "-n", "15", *phase.command) if builds else phase.command
+        # The builds yield the CPU to the tiers running beside them. make image's check (a service started
+        # within a time) is not one of them.
+        command = ("nice", "-n", "15", *phase.command) if phase.nice else phase.command
         with log.open("w") as kept:
             process = subprocess.Popen(
                 command,
@@ -147,11 +174,16 @@ class Run:
                     sys.stdout.write(line)
                     sys.stdout.flush()
                 tail = [*tail[-5:], line]
-            result.code = process.wait()
+            # wait4: the CPU the phase's whole process tree spent (each descendant counts once reaped), so
+            # the table says where the machine's two cores went, not only the wall clock.
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = result.code = os.waitstatus_to_exitcode(status)
+            result.cpu = usage.ru_utime + usage.ru_stime
         result.seconds = time.monotonic() - self.start - result.started
         if phase.pytest:
             result.counts = pytest_counts(tail)
-        self.say(f"{phase.name} {result.outcome()} in {result.seconds / 60:.1f} min (log: {log.relative_to(ROOT)})")
+        kept_in = os.path.relpath(log, ROOT)
+        self.say(f"{phase.name} {result.outcome()} in {result.seconds / 60:.1f} min (log: {kept_in})")
 
     def lane(self, name: str) -> None:
         for result in self.results.values():
@@ -164,13 +196,21 @@ class Run:
                 result.done.set()
 
     def table(self) -> str:
-        lines = ["", "| phase | lane | started (min) | took (min) | result |", "|---|---|---:|---:|---|"]
+        lines = [
+            "",
+            "| phase | lane | started (min) | took (min) | CPU (min) | result |",
+            "|---|---|---:|---:|---:|---|",
+        ]
         for result in self.results.values():
             ran = result.code is not None
-            started = f"{result.started / 60:.1f}" if ran else ""
-            took = f"{result.seconds / 60:.1f}" if ran else ""
-            lines.append(f"| {result.phase.name} | {result.phase.lane} | {started} | {took} | {result.outcome()} |")
-        lines.append(f"| all | | | {(time.monotonic() - self.start) / 60:.1f} | |")
+            started, took, cpu = (
+                f"{value / 60:.1f}" if ran else "" for value in (result.started, result.seconds, result.cpu)
+            )
+            lines.append(
+                f"| {result.phase.name} | {result.phase.lane} | {started} | {took} | {cpu} | {result.outcome()} |"
+            )
+        spent = sum(result.cpu for result in self.results.values())
+        lines.append(f"| all | | | {(time.monotonic() - self.start) / 60:.1f} | {spent / 60:.1f} | |")
         return "\n".join(lines)
 
 
@@ -182,6 +222,18 @@ def pytest_counts(tail: Sequence[str]) -> dict[str, int]:
     return {}
 
 
+def run_all(phases: Sequence[Phase]) -> Run:
+    """Every lane in a thread of its own, side by side, until all have ended."""
+    run = Run(phases)
+    names = dict.fromkeys(phase.lane for phase in phases)
+    lanes = [threading.Thread(target=run.lane, args=(name,), name=name) for name in names]
+    for thread in lanes:
+        thread.start()
+    for thread in lanes:
+        thread.join()
+    return run
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.suite", description=__doc__)
     parser.add_argument("--only", default="", help="comma-separated phases to run (and the builds they need)")
@@ -191,14 +243,7 @@ def main(argv: list[str]) -> int:
         wanted = set(args.only.split(","))
         wanted |= {need for phase in PHASES if phase.name in wanted for need in phase.needs}
         phases = tuple(phase for phase in PHASES if phase.name in wanted)
-    run = Run(phases)
-    lanes = [
-        threading.Thread(target=run.lane, args=(lane,), name=lane) for lane in dict.fromkeys(p.lane for p in phases)
-    ]
-    for thread in lanes:
-        thread.start()
-    for thread in lanes:
-        thread.join()
+    run = run_all(phases)
     results = run.results.values()
     with run.output:
         print(run.table(), file=sys.stderr)
