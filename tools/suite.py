@@ -1,11 +1,17 @@
-"""``python -m tools.suite`` (``make test``): every tier, the builds overlapped with the tiers that do not need them.
+"""``python -m tools.suite`` (``make test``): every tier, each starting once the builds it needs are done.
 
-Two lanes run side by side. The build lane, at a lower CPU priority, builds the test stack, then the
-nodes' binaries and images, then the guide's venv; the test lane runs lint and the tiers in order, and
-each tier starts once the builds it needs are done. So the first run on a fresh machine spends its
-eleven minutes of Go builds under lint and the fast tier, and the node's builds under the end-to-end
-tier. At the end a table says when each phase started, how long it took and how it ended; the last
-line counts every test of every tier.
+On 2 cores, a first run spends half its time building (Go's compiles, Debian's images) and the
+end-to-end tier spends most of its time waiting, so the phases run in four lanes side by side:
+
+- ``builds``: the test stack's binaries, then the nodes' (Go, at a lower CPU priority);
+- ``images``: the test and product images (mmdebstrap, lower priority), the guide, ``make image``;
+- ``tests``: lint, the fast tier, the cluster tier, the end-to-end tests on the shared stack, then
+  the data and installed tiers on real nodes (alone at the end, as they are soaked);
+- ``own-stacks``: the end-to-end files that start stacks of their own (``OWN_STACKS``).
+
+Each phase's output is kept in ``.evidence/suite/``; the test lane's also streams as it comes. The
+run ends with a table (when each phase started, its wall and CPU minutes, its result) and a line
+counting every test of every tier.
 """
 
 from __future__ import annotations
@@ -139,15 +145,14 @@ class Run:
         return True
 
     def execute(self, result: Result) -> None:
-        """Run one phase: the test lane's output streams as it comes; the build lane's goes to a log, its
-        progress lines (stderr) shown with the phase's name."""
+        """Run one phase. The test lane's output streams as it comes; a build's progress lines (its stderr) are
+        shown with its name; every other lane's output goes only to its log, whose end is shown if it fails."""
         phase = result.phase
         LOGS.mkdir(parents=True, exist_ok=True)
         log = LOGS / f"{phase.name}.log"
-        builds = phase.lane in BUILD_LANES
+        live, builds = phase.lane == "tests", phase.lane in BUILD_LANES
         result.started = time.monotonic() - self.start
         self.say(f"{phase.name} starts at {result.started / 60:.1f} min: {' '.join(phase.command[-4:])}")
-        env = dict(os.environ)
         # The builds yield the CPU to the tiers running beside them. make image's check (a service started
         # within a time) is not one of them.
         command = ("nice", "-n", "15", *phase.command) if phase.nice else phase.command
@@ -155,7 +160,6 @@ class Run:
             process = subprocess.Popen(
                 command,
                 cwd=ROOT,
-                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=kept if builds else subprocess.PIPE,
                 stderr=subprocess.PIPE if builds else subprocess.STDOUT,
@@ -167,13 +171,13 @@ class Run:
             tail: list[str] = []
             for line in stream:
                 kept.write(line)
+                tail = [*tail[-39:], line]
                 if builds:
                     self.say(f"[{phase.name}] {line.rstrip()}")
-                    continue
-                with self.output:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-                tail = [*tail[-5:], line]
+                elif live:
+                    with self.output:
+                        sys.stdout.write(line)
+                        sys.stdout.flush()
             # wait4: the CPU the phase's whole process tree spent (each descendant counts once reaped), so
             # the table says where the machine's two cores went, not only the wall clock.
             _, status, usage = os.wait4(process.pid, 0)
@@ -182,6 +186,9 @@ class Run:
         result.seconds = time.monotonic() - self.start - result.started
         if phase.pytest:
             result.counts = pytest_counts(tail)
+        if not result.ok and not live:
+            with self.output:
+                sys.stderr.write(f"suite: the end of {phase.name}'s output:\n{''.join(tail)}")
         kept_in = os.path.relpath(log, ROOT)
         self.say(f"{phase.name} {result.outcome()} in {result.seconds / 60:.1f} min (log: {kept_in})")
 
