@@ -137,8 +137,10 @@ def create_app(settings: Settings | None = None, clock: Clock = system_clock) ->
 
     app.openapi = schema  # type: ignore[method-assign]
 
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout=settings.body_timeout_seconds)
+    # Refusals are counted with the hooks' answers, so a token mismatch after a rotation shows in the metrics.
+    refused = metrics.refused
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout=settings.body_timeout_seconds, refused=refused)
     if tokens is not None:  # outermost: an unauthenticated body is never read
         open_paths = {"/healthz", "/readyz"} | (set() if settings.metrics_auth else {"/metrics"})
-        app.add_middleware(BearerAuth, tokens=tokens, open_paths=open_paths)
+        app.add_middleware(BearerAuth, tokens=tokens, open_paths=open_paths, refused=refused)
     return app

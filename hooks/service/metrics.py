@@ -6,6 +6,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+HOOKS = {"/sync": "sync", "/finalize": "finalize", "/customize": "customize"}
+# A refusal answered before any route reads the request, by its status: a token that does not match (a
+# rotation that reached one side only), a body or head too large, a client too slow.
+REFUSALS = {401: "unauthorized", 408: "too_slow", 413: "too_large", 431: "too_large"}
 
 
 class Metrics:
@@ -15,7 +19,8 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.calls = Counter(
             "sharddb_hook_calls",
-            "Hook calls by hook and outcome (ok, not_modified, client_error, server_error).",
+            "Hook calls by hook and outcome (ok, not_modified, client_error, server_error; refused before the hook "
+            "read them: unauthorized, too_large, too_slow).",
             ["hook", "outcome"],
             registry=self.registry,
         )
@@ -32,6 +37,11 @@ class Metrics:
             ["phase"],
             registry=self.registry,
         )
+
+    def refused(self, path: str | None, status: int) -> None:
+        """Counts a refusal by the middleware or the server; ``path`` is None where no request head was read."""
+        hook = "unknown" if path is None else HOOKS.get(path, "other")
+        self.calls.labels(hook, REFUSALS.get(status, "client_error")).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,14 +16,23 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import errors
 from .auth import REALM, TokenFile, presented_token
 
+Refused = Callable[[str, int], None]  # (path, status) of each refusal, for the metrics
+
+
+def _uncounted(_path: str, _status: int) -> None:
+    return None
+
 
 class BearerAuth:
     """401 unless the request carries the token; ``open_paths`` never need it."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenFile, open_paths: Collection[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, tokens: TokenFile, open_paths: Collection[str], refused: Refused = _uncounted
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.open_paths = frozenset(open_paths)
+        self.refused = refused
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.open_paths:
@@ -39,6 +48,7 @@ class BearerAuth:
         challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
         detail = errors.INVALID_TOKEN if invalid else errors.MISSING_TOKEN
         response = JSONResponse({"detail": detail}, status_code=401, headers={"WWW-Authenticate": challenge})
+        self.refused(scope["path"], 401)
         await response(scope, receive, send)
 
 
@@ -48,10 +58,11 @@ class BodyLimit:
     Both answers close the connection: the rest of such a body is not worth reading.
     """
 
-    def __init__(self, app: ASGIApp, limit: int, timeout: float = 10.0) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout: float = 10.0, refused: Refused = _uncounted) -> None:
         self.app = app
         self.limit = limit
         self.timeout = timeout
+        self.refused = refused
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -59,6 +70,7 @@ class BodyLimit:
             return
         for key, value in scope["headers"]:
             if key == b"content-length" and value.isdigit() and int(value) > self.limit:
+                self.refused(scope["path"], 413)
                 await _closing(413, errors.body_too_large(self.limit))(scope, receive, send)
                 return
         received = 0
@@ -85,8 +97,10 @@ class BodyLimit:
         try:
             await self.app(scope, limited, send)
         except _TooLargeError:
+            self.refused(scope["path"], 413)
             await _closing(413, errors.body_too_large(self.limit))(scope, receive, send)
         except _SlowBodyError:
+            self.refused(scope["path"], 408)
             await _closing(408, errors.body_too_slow(self.timeout))(scope, receive, send)
         except _ClientGoneError:
             pass  # hung up mid-body: nobody is left to answer, and it is not the service's fault

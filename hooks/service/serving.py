@@ -15,6 +15,7 @@ import os
 import signal
 import ssl
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -31,8 +32,14 @@ logger = logging.getLogger(logs.LOGGER_NAME)
 _STATUS = {408: b"408 Request Timeout", 431: b"431 Request Header Fields Too Large"}
 
 
-def guarded_protocol(head_timeout: float, max_head_bytes: int) -> type[asyncio.Protocol]:
-    """An HTTP/1.1 protocol that bounds the time and size of every request head."""
+def _uncounted(_status: int) -> None:
+    return None
+
+
+def guarded_protocol(
+    head_timeout: float, max_head_bytes: int, refused: Callable[[int], None] = _uncounted
+) -> type[asyncio.Protocol]:
+    """An HTTP/1.1 protocol that bounds the time and size of every request head; ``refused`` counts each cut."""
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -89,6 +96,7 @@ def guarded_protocol(head_timeout: float, max_head_bytes: int) -> type[asyncio.P
             self._disarm()
             if self.transport.is_closing():
                 return
+            refused(status)
             message = detail.encode()
             self.transport.write(
                 b"HTTP/1.1 " + _STATUS[status] + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -161,11 +169,13 @@ def config(app: Any, settings: Settings) -> uvicorn.Config:
     its plain-text log config is left out, so its records reach the one handler ``logs`` sets up.
     """
     logs.setup(settings.log_level)
+    metrics = getattr(getattr(app, "state", None), "metrics", None)
+    refused: Callable[[int], None] = _uncounted if metrics is None else lambda status: metrics.refused(None, status)
     return uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
-        http=guarded_protocol(settings.header_timeout_seconds, settings.max_header_bytes),
+        http=guarded_protocol(settings.header_timeout_seconds, settings.max_header_bytes, refused),
         lifespan="on",
         log_config=None,
         log_level=settings.log_level.lower(),
