@@ -1,7 +1,9 @@
-"""What the hooks run against when Metacontroller and a cluster are not there; for tests, benchmarks and tools.
+"""What the tests, the benchmarks and the tools run the hooks on: real parts, images, stand-ins and models.
 
-A model of Metacontroller's in-place update decision, a stand-in cluster that builds
-its requests and applies answers, ``python -m hooks`` as a process on loopback, and
-a real etcd + kube-apiserver. ``tests/``, ``bench/`` and ``tools/`` import from here;
-nothing here imports ``tests`` (``tests/test_imports.py`` checks it).
+Real parts are built here and started by the tests (the control plane, real nodes in namespaces of
+their own, Metacontroller); images are written from Debian packages; stand-ins (the node agent,
+canned answers) do a real part's API work where it cannot fit on 2 cores; models (Metacontroller's
+update decision, the world that builds its requests) serve the fast tiers, each held to the real
+part by a test. ``testbed/README.md`` says which module is which. Nothing here imports ``tests``,
+``bench`` or ``tools`` (``tests/test_imports.py`` checks it).
 """

@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -36,8 +35,6 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-from tools.image.builders import NoBuilderError, find_builder
 
 from .images import (
     BUILD_VERSION,
@@ -126,31 +123,24 @@ def hooks_key(base: str | None = None) -> str:
     return key.hex()
 
 
-def _docker_engine_up() -> bool:
-    try:
-        done = subprocess.run(["docker", "info"], capture_output=True, timeout=20, check=False)
-    except subprocess.TimeoutExpired:
-        return False
-    return done.returncode == 0
-
-
 def _build_hooks(base: str | None, work: Path) -> str:
-    """Writes work/image.tar with ``python -m tools.image``: built, run and checked, then saved."""
-    try:
-        builder = find_builder(os.environ, shutil.which, _docker_engine_up)
-    except NoBuilderError as error:
-        raise ImageBuildError(f"the hooks image: {error}") from error
+    """Writes work/image.tar with ``python -m tools.image``: built, run and checked, then saved.
+
+    Which builder builds it is that tool's choice (and its message, when there is none), as with ``make image``.
+    """
     first, *others = HOOKS_NAMES
     command = [sys.executable, "-m", "tools.image", "--tag", first, "--save", str(work / "image.tar")]
     command += [arg for name in others for arg in ("--also-tag", name)]
     command += ["--base", base] if base else []
     log = work / "build.log"
-    _say(f"hooks: {builder.name} builds the Dockerfile and checks it serves (minutes the first time; log: {log})")
+    _say(
+        f"hooks: python -m tools.image builds the Dockerfile and checks it serves (minutes the first time; log: {log})"
+    )
     with log.open("wb") as out:
         done = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if done.returncode != 0 or not (work / "image.tar").is_file():
         raise ImageBuildError(f"the hooks image: python -m tools.image failed (exit {done.returncode}):\n{_tail(log)}")
-    return f"{builder.name}, {', '.join(HOOKS_TAGS)}"
+    return ", ".join(HOOKS_TAGS)
 
 
 def hooks_image(base: str | None = None) -> ProductImage:

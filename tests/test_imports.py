@@ -81,3 +81,20 @@ def test_the_decision_never_imports_the_service() -> None:
         if name == "hooks.service" or name.startswith("hooks.service.")
     ]
     assert not found, "the decision imports the service:\n" + "\n".join(found)
+
+
+# The floors of the tree, bottom up: each imports only from the floors below it (or the standard library and
+# its dependencies).
+BELOW = {"hooks": (), "testbed": ("hooks",), "bench": ("hooks", "testbed"), "tools": ("hooks", "testbed")}
+
+
+@pytest.mark.parametrize("package", ["hooks", "testbed"])
+def test_no_import_runs_back_up_the_tree(package: str) -> None:
+    above = [name for name in PACKAGES if name != package and name not in BELOW[package]]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, name in imports(path.read_text(), package_of(path))
+        if name.split(".")[0] in above
+    ]
+    assert not found, f"{package}/ imports from a floor above it:\n" + "\n".join(found)
