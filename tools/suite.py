@@ -45,7 +45,7 @@ class Phase:
     needs: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     pytest: bool = False
-    nice: bool = False  # a build at a lower CPU priority, which never slows a tier beside it
+    nice: int = 0  # a build's lower CPU priority (nice), so it never slows a tier beside it
 
 
 def pytest_phase(
@@ -77,10 +77,11 @@ NODE = ("testbin", "nodebin", "images", "product-images")
 # Go's compiles in one, Debian's packages (mmdebstrap, mostly waiting on the network and dpkg) in the other.
 BUILD_LANES = ("builds", "images")
 PHASES = (
-    Phase("testbin", ("bash", "testbed/build-binaries.sh"), "builds", nice=True),
-    Phase("nodebin", ("bash", "testbed/build-node-binaries.sh"), "builds", nice=True),
-    Phase("images", (PYTHON, "-m", "testbed.images"), "images", nice=True),
-    Phase("product-images", (PYTHON, "-m", "testbed.product_images"), "images", nice=True),
+    # The test stack gates the cluster and end-to-end tiers; the images are needed only by the last two tiers.
+    Phase("testbin", ("bash", "testbed/build-binaries.sh"), "builds", nice=10),
+    Phase("nodebin", ("bash", "testbed/build-node-binaries.sh"), "builds", nice=10),
+    Phase("images", (PYTHON, "-m", "testbed.images"), "images", nice=19),
+    Phase("product-images", (PYTHON, "-m", "testbed.product_images"), "images", nice=19),
     Phase("docs", ("make", "--no-print-directory", "docs"), "images"),
     Phase("image", ("make", "--no-print-directory", "image"), "images"),
     Phase("lint", ("make", "--no-print-directory", "lint"), "tests"),
@@ -155,7 +156,7 @@ class Run:
         self.say(f"{phase.name} starts at {result.started / 60:.1f} min: {' '.join(phase.command[-4:])}")
         # The builds yield the CPU to the tiers running beside them. make image's check (a service started
         # within a time) is not one of them.
-        command = ("nice", "-n", "15", *phase.command) if phase.nice else phase.command
+        command = ("nice", "-n", str(phase.nice), *phase.command) if phase.nice else phase.command
         with log.open("w") as kept:
             process = subprocess.Popen(
                 command,
