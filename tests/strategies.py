@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from hooks.clock import rfc3339
-from testbed.world import CREATED, FAILURES, failed_status, sharddb
+from testbed.models.world import CREATED, FAILURES, failed_status, sharddb
 
 from .hook import moment
 

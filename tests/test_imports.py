@@ -59,7 +59,7 @@ def test_package_does_not_import_the_tests(package: str) -> None:
         ("def main() -> None:\n    from tests.cluster import apiserver\n", "tools", ["tests.cluster"]),
         ("from ..world import World", "tests.cluster", ["tests.world"]),
         ("from . import kube", "tests.cluster", ["tests.cluster.kube"]),
-        ("from testbed.world import World", "bench", []),
+        ("from testbed.models.world import World", "bench", []),
         ("from .source import Source", "bench", []),
     ],
 )

@@ -1,6 +1,6 @@
-"""The product's own images for a real cluster, built here because no registry is reachable.
+"""Image build: the product's own images for a real cluster, built here because no registry is reachable.
 
-``build_product_images()`` (or ``python -m testbed.product_images``) writes two archives
+``build_product_images()`` (or ``python -m testbed.images.product``) writes two archives
 that ``ctr -n k8s.io images import`` (and ``docker load``, ``podman load``) reads:
 
 - the hooks image as users get it: the repository's Dockerfile, built and checked by
@@ -15,9 +15,9 @@ that ``ctr -n k8s.io images import`` (and ``docker load``, ``podman load``) read
   metacontroller``, CA certificates, the group and user ``nonroot`` (65532) it runs as,
   the binary as CMD. Its Dockerfile starts from Alpine, which cannot be pulled here; this
   one is Debian bookworm's minbase (what debian:bookworm-slim is) with Debian's
-  ca-certificates, made with mmdebstrap as ``testbed.images`` makes its images.
+  ca-certificates, made with mmdebstrap as ``testbed.images.workloads`` makes its images.
 
-Each is built once into the images cache (``testbed.images.cache_root()``), under a key
+Each is built once into the images cache (``testbed.images.workloads.cache_root()``), under a key
 of everything it is made of; a later call finds it and builds nothing.
 """
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .images import (
+from .workloads import (
     BUILD_VERSION,
     DEFAULT_PATH,
     HOOKS,
@@ -76,7 +76,7 @@ MC_ACCOUNT = ("nonroot", "65532", "/home/nonroot", "/usr/sbin/nologin", "755")
 MC_PACKAGES = ("ca-certificates",)  # the Dockerfile's `apk add --no-cache ca-certificates`
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]  # the repository
 DEFAULT_SHARED = ROOT.parent / "shared"
 # What the hooks image is made of: the build context the .dockerignore lets in, the Dockerfile,
 # the stand-in base made where the official one cannot be pulled, and how the builder is asked.
@@ -315,7 +315,7 @@ def _build_metacontroller(archive: Path, work: Path) -> str:
             raise ImageBuildError(f"metacontroller: mmdebstrap failed ({problem}):\n{_tail(log)}")
     installed = package_versions(kept.get(status, b"").decode())
     history = (
-        f"testbed/product_images.py {BUILD_VERSION}: metacontroller v{MC_VERSION} ({commit[:12]}) built with "
+        f"testbed/images/product.py {BUILD_VERSION}: metacontroller v{MC_VERSION} ({commit[:12]}) built with "
         f"CGO_ENABLED=0, on mmdebstrap {SUITE} minbase with ca-certificates {installed.get('ca-certificates', '?')}"
     )
     write_archive(work / "image.tar", layer, metacontroller_config(commit, date), (METACONTROLLER,), history)

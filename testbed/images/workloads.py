@@ -1,11 +1,11 @@
-"""Container images for tests that run real containers, built here because no registry is reachable.
+"""Image build: the test images for tests that run real containers, built here because no registry is reachable.
 
-``build_images()`` (or ``python -m testbed.images``) writes five OCI image archives
+``build_images()`` (or ``python -m testbed.images.workloads``) writes five OCI image archives
 that ``ctr -n k8s.io images import`` loads: postgres:15 and redis:7.0 made as the
 official images' recipes make them (``shared/images/``, beside the repository) but
 from Debian bookworm's packages with mmdebstrap; mariadb:10.11 and memcached:1.6 the
 same way after what the official mariadb and memcached recipes are known to do (those
-recipes are not in ``shared/images/``: their entrypoints here, in ``image-recipes/``,
+recipes are not in ``shared/images/``: their entrypoints here, in ``recipes/``,
 are this repository's own); and Kubernetes' pause container compiled from its C source.
 Each is built once into a cache outside the repository, under a key of everything it is
 made of; a later call finds it and builds nothing.
@@ -49,8 +49,8 @@ MEMCACHED = "docker.io/library/memcached:1.6"
 PAUSE = "registry.k8s.io/pause:3.10"
 
 HERE = Path(__file__).resolve().parent
-HOOKS = HERE / "image-recipes"
-DEFAULT_RECIPES = HERE.parent.parent / "shared" / "images"
+HOOKS = HERE / "recipes"
+DEFAULT_RECIPES = HERE.parents[2] / "shared" / "images"
 MERGED_USR = Path("/usr/share/mmdebstrap/hooks/merged-usr")
 FALLBACK_MIRROR = "http://deb.debian.org/debian"
 FALLBACK_SECURITY = "http://deb.debian.org/debian-security"
@@ -186,12 +186,12 @@ class DebianImage:
     account: tuple[str, ...]  # account.sh's arguments: name, id, home, shell[, home mode]
     packages: tuple[str, ...]  # mmdebstrap --include
     customize: tuple[str, ...]  # a hook script and its arguments after the chroot and the recipe folder
-    hooks: tuple[str, ...]  # every file of image-recipes/ it uses
+    hooks: tuple[str, ...]  # every file of recipes/ it uses
     dpkg_options: tuple[str, ...]
     config: Callable[[Mapping[str, str] | None], Obj]
     # Env variables the recipe sets to a version: which Debian package's version, and upstream part only?
     versions: tuple[tuple[str, str, bool], ...]
-    # Where the recipe folder is when shared/images has none (this repository's image-recipes/).
+    # Where the recipe folder is when shared/images has none (this repository's recipes/, beside this module).
     recipe_root: Path | None = None
     # A hook script and its arguments after the chroot, run after finish.sh.
     after: tuple[str, ...] = ()
@@ -612,8 +612,8 @@ def _build_debian(image: DebianImage, recipes: Path, work: Path) -> str:
             raise ImageBuildError(f"{image.name}: mmdebstrap failed ({problem}):\n{_tail(work / 'build.log')}")
     installed = package_versions(kept.get(status, b"").decode())
     versions = env_versions(image, installed)
-    where = f"testbed/image-recipes/{image.recipe}" if image.recipe_root else f"shared/images/{image.recipe}"
-    history = f"testbed/images.py {BUILD_VERSION}: mmdebstrap {SUITE} minbase, {where}"
+    where = f"testbed/images/recipes/{image.recipe}" if image.recipe_root else f"shared/images/{image.recipe}"
+    history = f"testbed/images/workloads.py {BUILD_VERSION}: mmdebstrap {SUITE} minbase, {where}"
     write_archive(work / "image.tar", layer, image.config(versions), image.refs, history)
     (work / "layer.tar.gz").unlink()
     return ", ".join(f"{name}={value}" for name, value in sorted(versions.items()))
@@ -678,7 +678,8 @@ def _build_pause(work: Path) -> str:
     plain.seek(0)
     layer, _ = write_layer(plain, work / "layer.tar.gz")
     history = (
-        f"testbed/images.py {BUILD_VERSION}: gcc -Os -static build/pause/linux/pause.c of {KUBE_MODULE}@{KUBE_VERSION}"
+        f"testbed/images/workloads.py {BUILD_VERSION}: gcc -Os -static build/pause/linux/pause.c of "
+        f"{KUBE_MODULE}@{KUBE_VERSION}"
     )
     write_archive(work / "image.tar", layer, pause_config(), (PAUSE,), history)
     (work / "layer.tar.gz").unlink()
