@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from testbed.images import workloads
+from testbed.images import toolkit, workloads
 
 from .prerequisites import Prerequisite
 
-RECIPES = Prerequisite("the official images' recipes (shared/images)", workloads.recipes_dir, workloads.ImageBuildError)
+RECIPES = Prerequisite("the official images' recipes (shared/images)", workloads.recipes_dir, toolkit.ImageBuildError)
 # The source tarball's URL and checksum say nothing about Debian's redis-server binary.
 DROPPED_ENV = {"REDIS_DOWNLOAD_URL", "REDIS_DOWNLOAD_SHA"}
-BASE_ENV = {"PATH": workloads.DEFAULT_PATH}  # what debian:bookworm-slim sets
+BASE_ENV = {"PATH": toolkit.DEFAULT_PATH}  # what debian:bookworm-slim sets
 
 
 def dockerfile(text: str) -> list[tuple[str, str]]:
@@ -124,14 +124,14 @@ def test_the_cache_key_is_the_same_for_the_same_inputs(tmp_path: Path) -> None:
 def test_the_cache_folder_follows_the_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("SHARDDB_IMAGE_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert workloads.cache_root() == tmp_path / "xdg" / "sharddb" / "images"
+    assert toolkit.cache_root() == tmp_path / "xdg" / "sharddb" / "images"
     monkeypatch.setenv("SHARDDB_IMAGE_CACHE", str(tmp_path / "mine"))
-    assert workloads.cache_root() == tmp_path / "mine"
+    assert toolkit.cache_root() == tmp_path / "mine"
 
 
 def test_missing_recipes_say_where_to_put_shared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SHARDDB_IMAGES_RECIPES", str(tmp_path))
-    with pytest.raises(workloads.ImageBuildError, match="place shared/ beside the repository"):
+    with pytest.raises(toolkit.ImageBuildError, match="place shared/ beside the repository"):
         workloads.recipes_dir()
 
 
@@ -199,7 +199,7 @@ def test_mirrors_come_from_the_machines_apt_sources(tmp_path: Path) -> None:
     (tmp_path / "sources.list.d" / "other.list").write_text(
         "deb [arch=amd64] https://elsewhere.example/apt stable main\n"
     )
-    assert workloads.debian_sources("bookworm", tmp_path) == [
+    assert toolkit.debian_sources("bookworm", tmp_path) == [
         "deb http://mirror.example/debian bookworm main",
         "deb http://mirror.example/debian bookworm-updates main",
         "deb http://mirror.example/security bookworm-security main",
@@ -207,19 +207,19 @@ def test_mirrors_come_from_the_machines_apt_sources(tmp_path: Path) -> None:
 
 
 def test_mirrors_fall_back_to_deb_debian_org(tmp_path: Path) -> None:
-    assert workloads.debian_sources("bookworm", tmp_path)[0] == "deb http://deb.debian.org/debian bookworm main"
+    assert toolkit.debian_sources("bookworm", tmp_path)[0] == "deb http://deb.debian.org/debian bookworm main"
 
 
 def test_a_layer_carries_no_device_nodes(tmp_path: Path) -> None:
     source = tar_of((device_member("./dev/null"), b""), (file_member("./etc/hostname"), b"x\n"))
-    layer, _ = workloads.write_layer(io.BytesIO(source), tmp_path / "layer.tar.gz")
+    layer, _ = toolkit.write_layer(io.BytesIO(source), tmp_path / "layer.tar.gz")
     with tarfile.open(layer.path, "r:gz") as tar:
         assert tar.getnames() == ["./etc/hostname"]
 
 
 def test_the_archive_names_one_manifest_once_per_ref(tmp_path: Path) -> None:
-    layer, _ = workloads.write_layer(io.BytesIO(tar_of((file_member("a"), b"a"))), tmp_path / "layer.tar.gz")
-    workloads.write_archive(
+    layer, _ = toolkit.write_layer(io.BytesIO(tar_of((file_member("a"), b"a"))), tmp_path / "layer.tar.gz")
+    toolkit.write_archive(
         tmp_path / "image.tar", layer, workloads.redis_config(), (workloads.REDIS, workloads.REDIS_ROLLOUT), "t"
     )
     with tarfile.open(tmp_path / "image.tar") as tar:
@@ -232,8 +232,8 @@ def test_the_archive_names_one_manifest_once_per_ref(tmp_path: Path) -> None:
 
 
 def test_the_config_names_the_uncompressed_layer_and_the_manifest_the_gzip_blob(tmp_path: Path) -> None:
-    layer, _ = workloads.write_layer(io.BytesIO(tar_of((file_member("a"), b"a"))), tmp_path / "layer.tar.gz")
-    workloads.write_archive(tmp_path / "image.tar", layer, workloads.pause_config(), (workloads.PAUSE,), "t")
+    layer, _ = toolkit.write_layer(io.BytesIO(tar_of((file_member("a"), b"a"))), tmp_path / "layer.tar.gz")
+    toolkit.write_archive(tmp_path / "image.tar", layer, workloads.pause_config(), (workloads.PAUSE,), "t")
     with tarfile.open(tmp_path / "image.tar") as tar:
         index = json.loads(read(tar, "index.json"))
         manifest = json.loads(read(tar, blob_path(index["manifests"][0]["digest"])))
@@ -274,10 +274,10 @@ def test_the_mariadb_and_memcached_accounts_are_the_official_images_ids() -> Non
 def test_an_image_with_its_recipe_in_this_repository_needs_no_shared_folder(
     image: workloads.DebianImage, tmp_path: Path
 ) -> None:
-    assert image.recipe_folder(tmp_path) == workloads.HOOKS / image.recipe
+    assert image.recipe_folder(tmp_path) == toolkit.HOOKS / image.recipe
     assert workloads.image_key(image, tmp_path) == workloads.image_key(image, tmp_path / "elsewhere")
     for name in image.files:
-        assert (workloads.HOOKS / image.recipe / name).is_file()
+        assert (toolkit.HOOKS / image.recipe / name).is_file()
 
 
 def test_the_mariadb_run_folder_is_made_after_finish_empties_run(tmp_path: Path) -> None:
@@ -311,5 +311,5 @@ def test_mariadb_version_is_debians_whole_version() -> None:
     [("bash", "mariadb-10.11/docker-entrypoint.sh"), ("sh", "memcached-1.6/docker-entrypoint.sh")],
 )
 def test_the_repositorys_own_entrypoints_parse(shell: str, script: str) -> None:
-    done = subprocess.run([shell, "-n", str(workloads.HOOKS / script)], capture_output=True, text=True, check=False)
+    done = subprocess.run([shell, "-n", str(toolkit.HOOKS / script)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.images import product, workloads
+from testbed.images import product, toolkit
 from testbed.images.product import MC_VERSION
 
 from .prerequisites import Prerequisite
@@ -27,7 +27,7 @@ from .test_images import dockerfile, last
 SOURCE = Prerequisite(
     f"Metacontroller v{MC_VERSION}'s source archive (shared/metacontroller)",
     product.metacontroller_source,
-    workloads.ImageBuildError,
+    toolkit.ImageBuildError,
 )
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,14 +106,14 @@ def test_the_root_file_system_puts_the_binary_in_usr_bin_and_adds_the_account(tm
     account = next(arg for arg in command if arg.startswith("--essential-hook="))
     assert " ".join(product.MC_ACCOUNT) in account
     assert "--include=ca-certificates" in command
-    assert command[-3:] == [workloads.SUITE, "-", "deb http://m.example/d x main"]
+    assert command[-3:] == [toolkit.SUITE, "-", "deb http://m.example/d x main"]
 
 
 def test_a_missing_source_archive_says_where_to_put_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("SHARDDB_METACONTROLLER_SRC", raising=False)
     monkeypatch.setenv("SHARDDB_SHARED", str(tmp_path))
     where = re.escape("place shared/metacontroller/metacontroller-v4.17.2.tar.gz")
-    with pytest.raises(workloads.ImageBuildError, match=where):
+    with pytest.raises(toolkit.ImageBuildError, match=where):
         product.metacontroller_source()
 
 
@@ -122,7 +122,7 @@ def test_another_archive_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     with tarfile.open(other, "w:gz") as tar:
         tar.add(__file__, arcname="x")
     monkeypatch.setenv("SHARDDB_METACONTROLLER_SRC", str(other))
-    with pytest.raises(workloads.ImageBuildError, match=re.escape("is not Metacontroller v4.17.2's source")):
+    with pytest.raises(toolkit.ImageBuildError, match=re.escape("is not Metacontroller v4.17.2's source")):
         product.metacontroller_source()
 
 

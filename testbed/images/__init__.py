@@ -2,6 +2,7 @@
 
 ``workloads`` writes the test images (postgres, redis, mariadb, memcached and pause; ``python -m
 testbed.images.workloads``), ``product`` the hooks image and Metacontroller's (``python -m
-testbed.images.product``), into one cache outside the repository. ``recipes/`` holds the mmdebstrap
-hook scripts and the entrypoints this repository writes itself.
+testbed.images.product``), both with ``toolkit``: the cache outside the repository and its keys,
+mmdebstrap's settings and hook commands, this machine's Debian mirrors, the OCI archives.
+``recipes/`` holds the mmdebstrap hook scripts and the entrypoints this repository writes itself.
 """

@@ -21,7 +21,7 @@ import pytest
 
 from testbed.images import product
 from testbed.images.product import HOOKS_NAMES, MC_BINARY, METACONTROLLER
-from testbed.images.workloads import ImageBuildError
+from testbed.images.toolkit import ImageBuildError
 from testbed.real import machine, sandbox
 
 pytestmark = pytest.mark.data

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from testbed.images import product
-from testbed.images.workloads import ImageBuildError
+from testbed.images.toolkit import ImageBuildError
 from testbed.real import sandbox
 from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
