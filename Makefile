@@ -49,7 +49,7 @@ render: venv
 
 ## Build (once, cached outside the repo) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, metacontroller.
 testbin:
-	@bash testbed/build-binaries.sh >/dev/null
+	@bash testbed/real/build-binaries.sh >/dev/null
 
 ## Regenerate the core/v1 schemas in crds/sharddb.yaml and hooks/corev1.json from the test API server.
 crd: venv testbin
@@ -63,7 +63,7 @@ test: machine venv
 
 ## The machine's prerequisites for make test (toolchains, Debian packages, root, cgroups, kernel, ../shared), in seconds.
 machine:
-	@$(PYTHON) -m testbed.machine
+	@$(PYTHON) -m testbed.real.machine
 
 ## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
 UNIT := not cluster and not slow and not recorded and not shared and not e2e and not data and not installed
@@ -82,23 +82,23 @@ soak: venv testbin nodebin images
 ## ShardDBs on a real node (kubelet, containerd, runc, CNI, kube-proxy, CoreDNS, local-path-provisioner)
 ## running PostgreSQL and Redis, MariaDB and memcached, in namespaces of its own; needs root.
 data: venv testbin nodebin images
-	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m data
+	$(BIN)/python -m testbed.real.sandbox -- $(BIN)/python -m pytest -m data
 
 ## The product as users install it: the README's deploy steps on three real nodes (containerd, kubelet,
 ## kube-proxy and a NetworkPolicy agent each), the hooks image and Metacontroller's as pods; needs root.
 installed: venv testbin nodebin images
-	$(BIN)/python -m testbed.sandbox -- $(BIN)/python -m pytest -m installed
+	$(BIN)/python -m testbed.real.sandbox -- $(BIN)/python -m pytest -m installed
 
 ## Build (once, cached outside the repo) CoreDNS, local-path-provisioner and kube-router for the real node.
 nodebin:
-	@bash testbed/build-node-binaries.sh >/dev/null
+	@bash testbed/real/build-node-binaries.sh >/dev/null
 
 ## Build (once, cached outside the repo) the postgres, redis, mariadb, memcached and pause test images from Debian
 ## packages, and the product's: the hooks image (`make image`'s build, saved under the overlays' names) and
 ## Metacontroller's, from its source.
 images: venv
-	@$(BIN)/python -m testbed.images >/dev/null
-	@$(BIN)/python -m testbed.product_images >/dev/null
+	@$(BIN)/python -m testbed.images.workloads >/dev/null
+	@$(BIN)/python -m testbed.images.product >/dev/null
 
 ## Build the guide (docs/) into site/, strictly: a broken link or anchor, or a field reference
 ## that differs from crds/sharddb.yaml, fails.

@@ -4,11 +4,11 @@ In the spirit of etcd's robustness tests: a workload, faults injected on a
 schedule, then invariants checked over the complete history. The workload is a
 fleet of ShardDBs on two partitions, created, scaled, rolled to new images,
 hibernated, woken and deleted, each phase waited out for every ShardDB. The
-faults (``testbed.faults``) come at random moments, one or two at once, from the
+faults (``testbed.faults.faults``) come at random moments, one or two at once, from the
 first phase to the last; before the deletion they stop for a while, and the
 fleet must recover, stay Available and cost Metacontroller no write. The
-invariants (``testbed.invariants``) are judged over every change the API server
-stored (``testbed.history``) and over its audit log (no pod deleted by the node
+invariants (``testbed.faults.invariants``) are judged over every change the API server
+stored (``testbed.faults.history``) and over its audit log (no pod deleted by the node
 unless someone marked it for deletion first). Without ``--faults-only``,
 the same workload first runs without faults, for the phase times side by side.
 """
@@ -28,13 +28,13 @@ from typing import Any
 
 import httpx
 
-from testbed.audit import Write
-from testbed.evidence import keep_logs
-from testbed.faults import Faults, Injected, Schedule, Supervisor, Timing
-from testbed.history import History
-from testbed.invariants import Violation, check, degraded_after, longest_unavailable, unmarked_deletions
-from testbed.node import Behaviour
+from testbed.faults.faults import Faults, Injected, Schedule, Supervisor, Timing
+from testbed.faults.history import History
+from testbed.faults.invariants import Violation, check, degraded_after, longest_unavailable, unmarked_deletions
+from testbed.real.audit import Write
+from testbed.real.evidence import keep_logs
 from testbed.stack import Stack, StackOptions
+from testbed.standins.node import Behaviour
 
 from .fleet import Fleet, available, example
 from .run import machine, progress

@@ -30,9 +30,9 @@ from typing import Any
 import httpx
 import yaml
 
-from testbed.audit import tally
-from testbed.node import Behaviour
+from testbed.real.audit import tally
 from testbed.stack import Instance, Stack, StackOptions
+from testbed.standins.node import Behaviour
 
 from .run import machine, progress
 from .source import Source, extract, working_tree

@@ -33,9 +33,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from testbed import partitions
-from testbed.node import Behaviour
+from testbed.real import partitions
 from testbed.stack import Instance, Stack, StackOptions
+from testbed.standins.node import Behaviour
 
 from .fleet import Fleet, example
 from .run import machine, progress

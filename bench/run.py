@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from testbed.server import launch
+from testbed.real.server import launch
 
 from . import load
 from .worlds import sync_request

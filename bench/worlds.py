@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from hooks import handler
-from testbed.world import CREATED, World, sharddb
+from testbed.models.world import CREATED, World, sharddb
 
 Obj = dict[str, Any]
 

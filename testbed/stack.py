@@ -1,11 +1,11 @@
-"""The whole stack on loopback: the real control plane, controllers, scheduler, Metacontroller and our hooks.
+"""Assembly: the whole stack on loopback, the real control plane, controllers, scheduler, Metacontroller, our hooks.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler and Metacontroller
-are the real binaries (``build-binaries.sh``); the hooks run as ``python -m
+are the real binaries (``real/build-binaries.sh``); the hooks run as ``python -m
 hooks`` from a checkout (the working tree, or a revision for the fleet
 benchmark's baseline); the CompositeController comes from that checkout's
 ``metacontroller/`` manifests with only the hook URLs pointed at loopback. The
-node agent (``testbed.node``) is the one stand-in, and the provisioner of the
+node agent (``testbed.standins.node``) is the one stand-in, and the provisioner of the
 default StorageClass the stack applies for it (``WaitForFirstConsumer``, as kind
 ships its ``standard``). Each component writes with credentials of its own, so the
 audit log says whose write is whose.
@@ -30,13 +30,14 @@ from typing import Any
 import httpx
 import yaml
 
-from testbed import cluster, images, partitions
-from testbed.audit import AuditLog, Write
-from testbed.cluster import Cluster
-from testbed.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
-from testbed.node import Behaviour, NodeAgent, storage_class
-from testbed.realnode import CLUSTER_GATEWAY, RealNode, build_node_binaries
-from testbed.server import ROOT, HookProcess, free_port, launch
+from testbed.images import workloads
+from testbed.real import cluster, partitions
+from testbed.real.audit import AuditLog, Write
+from testbed.real.cluster import Cluster
+from testbed.real.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
+from testbed.real.realnode import CLUSTER_GATEWAY, RealNode, build_node_binaries
+from testbed.real.server import ROOT, HookProcess, free_port, launch
+from testbed.standins.node import Behaviour, NodeAgent, storage_class
 
 Obj = dict[str, Any]
 
@@ -134,11 +135,11 @@ class StackOptions:
     tls: bool = False  # hooks over HTTPS with a bearer token, as the production overlay expects
     hook_env: dict[str, str] = field(default_factory=dict)
     isolated: bool = False  # run the checkout's hooks with its own defaults (a baseline revision)
-    hook_module: str = "hooks"  # what serves the hooks (``testbed.canned`` replays fixed answers)
-    # A real kubelet, containerd and runc running the test images (``testbed.realnode``; inside
-    # ``testbed.sandbox`` only) instead of the node agent that reports pods without running them.
+    hook_module: str = "hooks"  # what serves the hooks (``testbed.standins.canned`` replays fixed answers)
+    # A real kubelet, containerd and runc running the test images (``testbed.real.realnode``; inside
+    # ``testbed.real.sandbox`` only) instead of the node agent that reports pods without running them.
     real_node: bool = False
-    nodes: int = 1  # with real_node: how many, joined into one cluster (``testbed.cluster``)
+    nodes: int = 1  # with real_node: how many, joined into one cluster (``testbed.real.cluster``)
     # With real_node: the product runs as users install it (``kubectl apply -k``, its images as pods), so the
     # stack starts no hooks and no Metacontroller of its own and applies no manifests.
     installed: bool = False
@@ -218,7 +219,7 @@ class Stack:
         options = self.options
         self.manifests = self._render()
         self.plane = ControlPlane(build_binaries(), pod_address=CLUSTER_GATEWAY if options.real_node else None)
-        node_parts = (build_node_binaries(), images.build_images()) if options.real_node else None
+        node_parts = (build_node_binaries(), workloads.build_images()) if options.real_node else None
         node_users = cluster.users(options.nodes) if node_parts else (NODE,)
         for user in (CONTROLLER_MANAGER, SCHEDULER, *node_users):
             self.plane.identity(user)
@@ -245,7 +246,7 @@ class Stack:
             else:
                 # The default class, before any claim: the admission plugin writes it into each new claim.
                 self.plane.apply([storage_class()])
-                self._agent_log = _log_to(self.plane.root / "node-agent.log", "testbed.node")
+                self._agent_log = _log_to(self.plane.root / "node-agent.log", "testbed.standins.node")
                 self._start_node_agent()
             if options.installed:
                 return
@@ -265,7 +266,7 @@ class Stack:
             self.agent.stop()
             self.agent = None
         if self._agent_log is not None:
-            logging.getLogger("testbed.node").removeHandler(self._agent_log)
+            logging.getLogger("testbed.standins.node").removeHandler(self._agent_log)
             self._agent_log.close()
             self._agent_log = None
         self.node = None  # its processes are the control plane's; its containers end with the sandbox

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from hypothesis import settings as hypothesis_settings
 
 from hooks.service.app import create_app
-from testbed.server import serve
+from testbed.real.server import serve
 
 from .prerequisites import refuse_reads_under
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.evidence import FILE_BYTES, keep_logs, logs
+from testbed.real.evidence import FILE_BYTES, keep_logs, logs
 
 FOLDER = ".evidence"
 FAILURES_KEPT = 10

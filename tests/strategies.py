@@ -1,7 +1,7 @@
 """Hypothesis strategies for observed worlds, as Metacontroller would send them.
 
 Each generated world is a whole sync/finalize request in the shapes the API
-server returns (see ``world.py``), any mix of present, absent and half-ready
+server returns (see ``testbed/models/world.py``), any mix of present, absent and half-ready
 children, with the ground truth it was built from kept beside it, so invariants
 are checked against what was generated rather than against a re-reading of it.
 
@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from hooks.clock import rfc3339
-from testbed.world import CREATED, FAILURES, failed_status, sharddb
+from testbed.models.world import CREATED, FAILURES, failed_status, sharddb
 
 from .hook import moment
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hooks import handler
-from testbed.world import Obj, World, bring_up, sharddb, step
+from testbed.models.world import Obj, World, bring_up, sharddb, step
 
 from .hook import at, direct, moment
 

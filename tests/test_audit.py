@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from testbed.audit import AuditLog, AuditLogCutError
+from testbed.real.audit import AuditLog, AuditLogCutError
 
 Obj = dict[str, Any]
 

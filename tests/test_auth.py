@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 
 from hooks.service.app import create_app
 from hooks.service.settings import Settings, SettingsError
-from testbed.server import serve
-from testbed.world import World
+from testbed.models.world import World
+from testbed.real.server import serve
 
 TOKEN = "first-token-7f3a9c"
 HOOKS = ["/sync", "/finalize", "/customize"]

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from hooks.service.app import create_app
 from hooks.service.settings import Settings
-from testbed.world import Obj, World, bring_up, sharddb
+from testbed.models.world import Obj, World, bring_up, sharddb
 
 pytestmark = pytest.mark.http
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from testbed import partitions
+from testbed.real import partitions
 
 Obj = dict[str, Any]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hooks import handler
-from testbed.world import World, bring_up, sharddb
+from testbed.models.world import World, bring_up, sharddb
 
 from .hook import direct
 

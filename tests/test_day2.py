@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from testbed.world import Hook, Obj, World, bring_up, sharddb, step, tear_down
+from testbed.models.world import Hook, Obj, World, bring_up, sharddb, step, tear_down
 
 from .hook import over_http
 

@@ -36,7 +36,7 @@ from hooks.spec import (
     DEFAULT_SEED_COMMAND,
     ShardDBSpec,
 )
-from testbed.server import free_port
+from testbed.real.server import free_port
 
 from .kube_schema import problems
 

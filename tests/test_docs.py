@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 
 from hooks.service.app import create_app
 from hooks.spec import ShardDBSpec
-from testbed.world import World, sharddb
+from testbed.models.world import World, sharddb
 
 from .test_manifests import crd_schema, schema_errors, sharddb_crd
 from .test_preview import rendered

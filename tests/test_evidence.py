@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.evidence import window
+from testbed.real.evidence import window
 from tests import evidence
 
 pytest_plugins = ("pytester",)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from testbed.world import FAILURES, Obj, World, bring_up, sharddb, step
+from testbed.models.world import FAILURES, Obj, World, bring_up, sharddb, step
 
 from .hook import direct, over_http
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from testbed.faults import ended
+from testbed.faults.faults import ended
 
 
 def test_a_part_killed_by_a_signal_names_the_signal() -> None:

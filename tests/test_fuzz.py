@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from testbed.server import HookProcess, launch
-from testbed.world import World, bring_up, sharddb, step
+from testbed.models.world import World, bring_up, sharddb, step
+from testbed.real.server import HookProcess, launch
 
 from .hook import direct
 

@@ -20,7 +20,7 @@ from hooks import handler
 from hooks.clock import rfc3339
 from hooks.errors import HookError
 from hooks.service.etags import etag
-from testbed.world import World, bring_up, sharddb, step
+from testbed.models.world import World, bring_up, sharddb, step
 
 from .hook import at, direct, moment
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hooks import handler
-from testbed.world import World, bring_up, sharddb
+from testbed.models.world import World, bring_up, sharddb
 
 from .hook import at, direct
 from .test_honest_status import after, evict_by_taint, mark_not_ready

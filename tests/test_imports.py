@@ -59,7 +59,7 @@ def test_package_does_not_import_the_tests(package: str) -> None:
         ("def main() -> None:\n    from tests.cluster import apiserver\n", "tools", ["tests.cluster"]),
         ("from ..world import World", "tests.cluster", ["tests.world"]),
         ("from . import kube", "tests.cluster", ["tests.cluster.kube"]),
-        ("from testbed.world import World", "bench", []),
+        ("from testbed.models.world import World", "bench", []),
         ("from .source import Source", "bench", []),
     ],
 )
@@ -98,3 +98,29 @@ def test_no_import_runs_back_up_the_tree(package: str) -> None:
         if name.split(".")[0] in above
     ]
     assert not found, f"{package}/ imports from a floor above it:\n" + "\n".join(found)
+
+
+# The testbed's own floors: images, models and stand-ins stand alone; the real stack runs the images;
+# the fault tooling works on an assembled stack (``testbed/stack.py``, which imports every other folder).
+TESTBED_BELOW = {"images": (), "models": (), "standins": (), "real": ("images",), "faults": ("real", "stack")}
+
+
+def test_every_testbed_folder_is_a_package_that_says_what_it_holds() -> None:
+    folders = sorted({path.parent for path in (ROOT / "testbed").rglob("*.py")} - {ROOT / "testbed"})
+    assert sorted(path.name for path in folders) == sorted(TESTBED_BELOW)
+    for folder in folders:
+        init = folder / "__init__.py"
+        assert init.is_file(), f"{folder.relative_to(ROOT)} has no __init__.py"
+        assert ast.get_docstring(ast.parse(init.read_text())), f"{init.relative_to(ROOT)} has no docstring"
+
+
+@pytest.mark.parametrize("folder", sorted(TESTBED_BELOW))
+def test_no_testbed_import_runs_back_up_its_floors(folder: str) -> None:
+    allowed = {folder, *TESTBED_BELOW[folder]}
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted((ROOT / "testbed" / folder).rglob("*.py"))
+        for line, name in imports(path.read_text(), package_of(path))
+        if name.startswith("testbed.") and name.split(".")[1] not in allowed
+    ]
+    assert not found, f"testbed/{folder}/ imports from a floor above it:\n" + "\n".join(found)

@@ -1,7 +1,7 @@
 """The fault campaign's invariants, each shown to catch what it names and to pass a lifecycle that keeps it.
 
 Histories are written change by change as the API server would store them
-(``testbed.history.Change``, revision order); the campaign itself runs in
+(``testbed.faults.history.Change``, revision order); the campaign itself runs in
 ``tests/e2e/test_chaos.py``.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from testbed.history import Change, facts
-from testbed.invariants import check, degraded_after, longest_unavailable
+from testbed.faults.history import Change, facts
+from testbed.faults.invariants import check, degraded_after, longest_unavailable
 
 Obj = dict[str, Any]
 NS = "fleet"

@@ -1,10 +1,10 @@
-"""kube-router's firewall-only command line and role (``testbed.kube_router``); the data tier runs them."""
+"""kube-router's firewall-only command line and role (``testbed.real.kube_router``); the data tier runs them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from testbed import kube_router
+from testbed.real import kube_router
 
 
 def command() -> list[str]:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from testbed.server import ROOT
+from testbed.real.server import ROOT
 
 pytestmark = pytest.mark.http
 
 LAUNCHER = """
 import sys, time
 from pathlib import Path
-from testbed.server import launch
+from testbed.real.server import launch
 with launch(Path(sys.argv[1])) as running:
     print(running.process.pid, flush=True)
     time.sleep(600)

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from testbed.server import serve
-from testbed.world import World
+from testbed.models.world import World
+from testbed.real.server import serve
 
 pytestmark = pytest.mark.http
 

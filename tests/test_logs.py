@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from hooks.service.logs import JSONFormatter
-from testbed.server import launch
-from testbed.world import World
+from testbed.models.world import World
+from testbed.real.server import launch
 
 SHAPE = ["time", "level", "msg"]
 

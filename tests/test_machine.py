@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import machine
+from testbed.real import machine
 
 
 def cgroup_tree(root: Path, layout: str, controllers: str = "") -> Path:
@@ -78,7 +78,7 @@ def test_missing_debian_packages_are_one_line_of_apt_get_install() -> None:
 
 def test_the_package_list_is_what_ci_installs() -> None:
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
-    assert "python3 -m testbed.machine --debian-packages" in ci
+    assert "python3 -m testbed.real.machine --debian-packages" in ci
 
 
 def test_no_root_says_how_and_that_make_unit_needs_none() -> None:

@@ -30,7 +30,7 @@ from hooks import handler, kinds
 from hooks.service.app import create_app
 from hooks.service.settings import Settings
 from hooks.spec import ShardDBSpec
-from testbed.world import World
+from testbed.models.world import World
 
 from .hook import at
 

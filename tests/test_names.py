@@ -13,7 +13,7 @@ import yaml
 from hooks import handler, names
 from hooks.lifecycle import Phase, decide
 from hooks.snapshot import StuckPod
-from testbed.world import Obj, World, bring_up, sharddb
+from testbed.models.world import Obj, World, bring_up, sharddb
 
 from .hook import direct
 from .test_lifecycle import available, condition, snapshot

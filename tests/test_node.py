@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from testbed.node import (
+from testbed.standins.node import (
     PROVISIONER,
     acted_on,
     kept_times,

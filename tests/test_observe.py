@@ -10,7 +10,7 @@ import pytest
 from hooks.contract import decode_sync
 from hooks.snapshot import Snapshot, observe
 from hooks.spec import ShardDBSpec
-from testbed.world import Obj, World, bring_up, sharddb
+from testbed.models.world import Obj, World, bring_up, sharddb
 
 from .hook import direct
 

@@ -2,7 +2,7 @@
 
 Every shipped ``components/partitions-<N>`` is rendered on the dev overlay (and
 on production, whose hooks speak HTTPS with a token) with ``kubectl kustomize``,
-and read with ``testbed.partitions``, the same reader the end-to-end tier and the
+and read with ``testbed.real.partitions``, the same reader the end-to-end tier and the
 fleet benchmark use. The policy's behaviour on a real API server is in
 ``tests/cluster/test_partitions.py``.
 """
@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from hooks import kinds
-from testbed import partitions
-from testbed.partitions import LABEL, Setup
+from testbed.real import partitions
+from testbed.real.partitions import LABEL, Setup
 
 Obj = dict[str, Any]
 

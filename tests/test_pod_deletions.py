@@ -1,6 +1,6 @@
 """No pod is deleted by a node unless someone else marked it for deletion first, judged over the audit log.
 
-Logs are written write by write as the API server records them (``testbed.audit.Write``,
+Logs are written write by write as the API server records them (``testbed.real.audit.Write``,
 completion order), in the shapes a real stack logged; the rule runs over the end-to-end
 tier's and the data tier's logs (their ``namespace`` fixtures) and the fault campaign's.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
-from testbed.audit import Write
-from testbed.invariants import unmarked_deletions
+from testbed.faults.invariants import unmarked_deletions
+from testbed.real.audit import Write
 
 NS = "fleet"
 CONTROLLERS = "system:kube-controller-manager"

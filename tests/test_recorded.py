@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hooks import contract, handler, names
-from testbed.metacontroller import LAST_APPLIED, apply_update, desired_as_sent, difference, needs_update
+from testbed.models.metacontroller import LAST_APPLIED, apply_update, desired_as_sent, difference, needs_update
 from tests.recorded import GROUPS, Exchange, exchanges, stored
 
 pytestmark = pytest.mark.recorded

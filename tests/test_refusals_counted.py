@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from hooks.service.app import create_app
 from hooks.service.settings import Settings
-from testbed.server import serve
+from testbed.real.server import serve
 
 pytestmark = pytest.mark.http
 TOKEN = "s3cret-token"

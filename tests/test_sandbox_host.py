@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed import sandbox
+from testbed.real import sandbox
 
 
 def test_without_root_the_data_tier_says_so_and_what_to_run_instead(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,7 +26,7 @@ def test_a_missing_program_is_named_with_its_debian_package(monkeypatch: pytest.
 
 def test_the_command_line_without_a_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert sandbox.main(["--"]) == 2
-    assert "usage: python -m testbed.sandbox -- COMMAND" in capsys.readouterr().err
+    assert "usage: python -m testbed.real.sandbox -- COMMAND" in capsys.readouterr().err
 
 
 def test_outside_the_namespaces_nothing_counts_as_inside(monkeypatch: pytest.MonkeyPatch) -> None:

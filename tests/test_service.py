@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from hooks.service.etags import code_fingerprint, digest
 from hooks.service.logs import LOGGER_NAME, JSONFormatter
-from testbed.world import World, sharddb
+from testbed.models.world import World, sharddb
 
 pytestmark = pytest.mark.http
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from hooks.service.settings import Settings, SettingsError
-from testbed.server import ROOT
+from testbed.real.server import ROOT
 
 
 def test_defaults_serve_plain_http_without_auth() -> None:

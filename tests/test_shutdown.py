@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from testbed.server import launch
-from testbed.world import World
+from testbed.models.world import World
+from testbed.real.server import launch
 
 pytestmark = pytest.mark.http
 

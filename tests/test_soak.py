@@ -56,7 +56,7 @@ def test_a_session_that_failed_before_any_test_is_a_failed_run_said_so() -> None
 def test_the_data_tier_runs_inside_the_real_nodes_namespaces_and_a_selection_narrows_a_tier() -> None:
     e2e, data = tiers(["tests/e2e/test_deletion.py"], ["all"], python="python")
     assert e2e.command[-3:] == ["-m", "e2e", "tests/e2e/test_deletion.py"]
-    assert data.command[:4] == ["python", "-m", "testbed.sandbox", "--"]
+    assert data.command[:4] == ["python", "-m", "testbed.real.sandbox", "--"]
     assert data.command[-2:] == ["-m", "data"]
 
 

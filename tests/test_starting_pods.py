@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from hooks.clock import rfc3339, system_clock
 from hooks.service.app import create_app
-from testbed.world import World, bring_up, sharddb, step
+from testbed.models.world import World, bring_up, sharddb, step
 
 from .hook import ManualClock, over_http
 

@@ -22,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from hooks import handler
 from hooks.clock import rfc3339
-from testbed.world import FAILURES, GROUP_KEYS, Obj, World, sharddb
+from testbed.models.world import FAILURES, GROUP_KEYS, Obj, World, sharddb
 
 from .hook import ManualClock
 

@@ -46,7 +46,7 @@ def test_each_file_that_starts_a_stack_of_its_own_runs_beside_the_shared_one() -
 def test_the_data_and_installed_tiers_run_inside_the_sandbox_after_every_build() -> None:
     for name in ("data", "installed"):
         phase = next(p for p in suite.PHASES if p.name == name)
-        assert phase.command[1:4] == ("-m", "testbed.sandbox", "--")
+        assert phase.command[1:4] == ("-m", "testbed.real.sandbox", "--")
         assert set(suite.NODE) <= set(phase.needs)
 
 

@@ -17,7 +17,7 @@ import pytest
 from hooks import names, pods, templates
 from hooks.applied import LAST_APPLIED
 from hooks.spec import ShardDBSpec
-from testbed.world import Hook, Obj, World, bring_up, sharddb, step
+from testbed.models.world import Hook, Obj, World, bring_up, sharddb, step
 
 from .hook import direct
 

@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from testbed.server import serve
-from testbed.world import World
+from testbed.models.world import World
+from testbed.real.server import serve
 
 pytestmark = pytest.mark.http
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from testbed.world import Obj, World, sharddb, step
+from testbed.models.world import Obj, World, sharddb, step
 
 from .hook import over_http
 

@@ -293,7 +293,7 @@ def fetch(client: httpx.Client) -> tuple[Obj, Obj]:
 
 def main() -> int:
     """Start the pinned test API server, regenerate both files from it, stop it."""
-    from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries
+    from testbed.real.controlplane import ControlPlane, ControlPlaneError, build_binaries
 
     try:
         plane = ControlPlane(build_binaries())

@@ -73,7 +73,8 @@ def tiers(e2e: list[str], data: list[str], python: str = sys.executable) -> list
     if data:
         found.append(
             Tier(
-                "data", [python, "-m", "testbed.sandbox", "--", *pytest, "-m", "data", *(a for a in data if a != "all")]
+                "data",
+                [python, "-m", "testbed.real.sandbox", "--", *pytest, "-m", "data", *(a for a in data if a != "all")],
             )
         )
     return found

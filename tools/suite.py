@@ -58,8 +58,8 @@ def pytest_phase(
     sandboxed: bool = False,
 ) -> Phase:
     command: tuple[str, ...] = (PYTHON, "-m", "pytest", "-m", markers, *paths)
-    if sandboxed:  # a real node's tier runs inside namespaces of its own (testbed/sandbox.py)
-        command = (PYTHON, "-m", "testbed.sandbox", "--", *command)
+    if sandboxed:  # a real node's tier runs inside namespaces of its own (testbed/real/sandbox.py)
+        command = (PYTHON, "-m", "testbed.real.sandbox", "--", *command)
     return Phase(name, command, lane, needs, after, pytest=True)
 
 
@@ -78,10 +78,10 @@ NODE = ("testbin", "nodebin", "images", "product-images")
 BUILD_LANES = ("builds", "images")
 PHASES = (
     # The test stack gates the cluster and end-to-end tiers; the images are needed only by the last two tiers.
-    Phase("testbin", ("bash", "testbed/build-binaries.sh"), "builds", nice=10),
-    Phase("nodebin", ("bash", "testbed/build-node-binaries.sh"), "builds", nice=10),
-    Phase("images", (PYTHON, "-m", "testbed.images"), "images", nice=19),
-    Phase("product-images", (PYTHON, "-m", "testbed.product_images"), "images", nice=19),
+    Phase("testbin", ("bash", "testbed/real/build-binaries.sh"), "builds", nice=10),
+    Phase("nodebin", ("bash", "testbed/real/build-node-binaries.sh"), "builds", nice=10),
+    Phase("images", (PYTHON, "-m", "testbed.images.workloads"), "images", nice=19),
+    Phase("product-images", (PYTHON, "-m", "testbed.images.product"), "images", nice=19),
     Phase("docs", ("make", "--no-print-directory", "docs"), "images"),
     Phase("image", ("make", "--no-print-directory", "image"), "images"),
     Phase("lint", ("make", "--no-print-directory", "lint"), "tests"),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
+from testbed.real.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
 
 from .. import evidence
 from ..prerequisites import Prerequisite

@@ -7,7 +7,7 @@ owner reference, ``controller-uid`` label, last-applied annotation), update
 existing ones in place the way its dynamic apply does (three-way merge of
 desired over observed, then a PUT), delete children left out, and write the
 returned status through the /status subresource when it differs.
-``testbed.world.World`` plays the controllers, step by step as a test says
+``testbed.models.world.World`` plays the controllers, step by step as a test says
 (StatefulSet, Job, Deployment, EndpointSlice): its children are the real
 stored objects, with only their ``status`` simulated.
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 from hooks import handler, kinds
 from hooks.clock import Clock, system_clock
-from testbed.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
-from testbed.world import World
+from testbed.models.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
+from testbed.models.world import World
 
 from .kube import Kube, error_message, path
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from testbed.audit import AuditLog
-from testbed.controlplane import ControlPlane
+from testbed.real.audit import AuditLog
+from testbed.real.controlplane import ControlPlane
 
 from .kube import Kube
 from .loop import Loop

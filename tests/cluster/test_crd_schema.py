@@ -15,7 +15,7 @@ import yaml
 from hooks import corev1, handler, names
 from hooks.lifecycle import Phase
 from hooks.spec import SELECTOR_LABELS, ShardDBSpec
-from testbed.world import World, bring_up
+from testbed.models.world import World, bring_up
 from tests.cluster.samples import EVERY_FIELD
 from tests.hook import direct
 from tools.crd_schema import POD_FIELDS

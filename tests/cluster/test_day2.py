@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hooks import names
-from testbed.metacontroller import LAST_APPLIED
+from testbed.models.metacontroller import LAST_APPLIED
 
 from .kube import path
 from .loop import Loop

@@ -1,7 +1,7 @@
 """Once a child is stored, asking again for it makes Metacontroller write nothing.
 
 Each round creates and updates children for real, the way Metacontroller does
-(``testbed/metacontroller.py``); a second round over the same observed world must
+(``testbed/models/metacontroller.py``); a second round over the same observed world must
 then send no update at all, in every phase of a life from creation to
 finalization, and for values a user spells differently from the API server.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from hooks.names import SEEDED_SHARDS_ANNOTATION
-from testbed.metacontroller import LAST_APPLIED
+from testbed.models.metacontroller import LAST_APPLIED
 
 from .kube import Kube
 from .loop import Loop

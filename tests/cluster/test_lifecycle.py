@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from testbed.metacontroller import LAST_APPLIED, SELECTOR_LABEL
+from testbed.models.metacontroller import LAST_APPLIED, SELECTOR_LABEL
 
 from .kube import Kube
 from .loop import Loop

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from testbed import partitions
-from testbed.partitions import LABEL
+from testbed.real import partitions
+from testbed.real.partitions import LABEL
 
 from .kube import Kube, collection, error_message, path
 from .samples import sharddb

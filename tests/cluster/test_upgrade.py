@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from hooks import names
-from testbed.metacontroller import LAST_APPLIED
+from testbed.models.metacontroller import LAST_APPLIED
 
 from .kube import error_message, path
 from .loop import Loop

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import yaml
 
-from testbed import images
-from testbed.realnode import NodeSpec
+from testbed.images import workloads
+from testbed.real.realnode import NodeSpec
 from testbed.stack import Stack
 
 from ..cluster.kube import Kube
@@ -30,10 +30,10 @@ EXAMPLE = EXAMPLES / "sharddb.yaml"
 # The examples name postgres:16, redis:7, mariadb:10.11 and memcached:1.6; the test images are
 # Debian bookworm's PostgreSQL 15, Redis 7.0, MariaDB 10.11 and memcached 1.6.
 IMAGES = {
-    "postgres:16": images.POSTGRES,
-    "redis:7": images.REDIS,
-    "mariadb:10.11": images.MARIADB,
-    "memcached:1.6": images.MEMCACHED,
+    "postgres:16": workloads.POSTGRES,
+    "redis:7": workloads.REDIS,
+    "mariadb:10.11": workloads.MARIADB,
+    "memcached:1.6": workloads.MEMCACHED,
 }
 # Per-session credentials of the example's Secret; never the example's placeholder.
 PASSWORD = "data-tier-password"

@@ -3,8 +3,8 @@
 The stack is the end-to-end tier's (real control plane, controllers, scheduler,
 Metacontroller and hooks) with a real kubelet, containerd, runc, CNI bridge,
 kube-proxy, CoreDNS and local-path-provisioner in place of the node agent; see
-``testbed/realnode.py``. The node lives in namespaces of its own
-(``testbed/sandbox.py``), so this tier runs only inside them: ``make data``.
+``testbed/real/realnode.py``. The node lives in namespaces of its own
+(``testbed/real/sandbox.py``), so this tier runs only inside them: ``make data``.
 Outside them, or without root, it fails saying so; it is never skipped.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from testbed import sandbox
-from testbed.audit import tally
-from testbed.controlplane import ControlPlaneError, build_binaries
+from testbed.real import sandbox
+from testbed.real.audit import tally
+from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
 from .. import evidence
@@ -46,7 +46,7 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
             pytest.fail(f"data tier: {error}", pytrace=False)
         pytest.fail(
             "data tier: runs only inside the real node's own namespaces: `make data`, "
-            "or python -m testbed.sandbox -- python -m pytest -m data",
+            "or python -m testbed.real.sandbox -- python -m pytest -m data",
             pytrace=False,
         )
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")

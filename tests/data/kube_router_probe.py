@@ -1,10 +1,10 @@
 """Run inside a sandbox of its own: one firewall-only kube-router against a real API server; report as JSON.
 
-    python -m testbed.sandbox -- python -m tests.data.kube_router_probe KUBE_ROUTER REPORT
+    python -m testbed.real.sandbox -- python -m tests.data.kube_router_probe KUBE_ROUTER REPORT
 
 A control plane, one Node with an InternalIP, a pod on it and one elsewhere (Pod objects
 with their status set: no kubelet runs), a NetworkPolicy over both; then kube-router with
-``testbed.kube_router``'s command line and role. The report holds what it programmed
+``testbed.real.kube_router``'s command line and role. The report holds what it programmed
 (``iptables-save``, ``ipset list``), its health answer, its log and every write it made.
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from testbed import kube_router
-from testbed.controlplane import ControlPlane, ControlPlaneError, build_binaries
+from testbed.real import kube_router
+from testbed.real.controlplane import ControlPlane, ControlPlaneError, build_binaries
 
 USER = "system:kube-router"
 NODE = "node-probe"

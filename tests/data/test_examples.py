@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from testbed import images
-from testbed.realnode import NodeSpec
+from testbed.images import workloads
+from testbed.real.realnode import NodeSpec
 from testbed.stack import Stack
 
 from ..e2e.sharddbs import ShardDBs, wait_until
@@ -165,7 +165,7 @@ def test_the_memcached_cache_stores_and_returns_a_value_through_its_service(
         "printf 'set sharddb 0 0 5\\r\\norder\\r\\nget sharddb\\r\\nquit\\r\\n' >&3; cat <&3; exit 0; fi; "
         "sleep 1; done; exit 1"
     )
-    cluster.client("cache-client", images.MEMCACHED, talk, env={}, shell="bash")
+    cluster.client("cache-client", workloads.MEMCACHED, talk, env={}, shell="bash")
     pod = wait_until("the cache client to finish", lambda: finished(cluster, "cache-client"), 120)
     said = cluster.logs("cache-client", "client")
     assert pod["status"]["phase"] == "Succeeded", said
@@ -214,7 +214,7 @@ def test_deleting_the_mariadb_example_flushes_the_cache_then_drains_the_shards_e
     stack: Stack, sharddbs: ShardDBs, cluster: Cluster, report: Report
 ) -> None:
     holder = f"exec mariadb --host={orders_shard(0)}.{ORDERS}-db --user=root -e 'SELECT SLEEP(600)'"
-    cluster.client("session-holder", images.MARIADB, holder, env={"MYSQL_PWD": PASSWORD})
+    cluster.client("session-holder", workloads.MARIADB, holder, env={"MYSQL_PWD": PASSWORD})
     wait_until(
         "the held session",
         lambda: (

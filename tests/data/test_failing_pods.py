@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from testbed import images
+from testbed.images import workloads
 
 from ..e2e.sharddbs import ShardDBs, condition, wait_until
 from .cluster import Cluster
@@ -24,10 +24,10 @@ pytestmark = pytest.mark.data
 def spec(**db: Any) -> Obj:
     return {
         "shards": 1,
-        "dbImage": images.POSTGRES,
+        "dbImage": workloads.POSTGRES,
         "podStartGraceSeconds": 0,
         "db": {"env": [{"name": "POSTGRES_PASSWORD", "value": "failing-pods"}], **db},
-        "cache": {"image": images.REDIS, "replicas": 1},
+        "cache": {"image": workloads.REDIS, "replicas": 1},
     }
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from testbed.controlplane import ControlPlaneError
-from testbed.realnode import build_node_binaries
+from testbed.real.controlplane import ControlPlaneError
+from testbed.real.realnode import build_node_binaries
 
 from .kube_router_probe import ELSEWHERE, GUARDED, POLICY
 
@@ -29,7 +29,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     except ControlPlaneError as error:
         pytest.fail(f"kube-router: {error}", pytrace=False)
     out = tmp_path_factory.mktemp("kube-router") / "report.json"
-    command = [sys.executable, "-m", "testbed.sandbox", "--", sys.executable, "-m", "tests.data.kube_router_probe"]
+    command = [sys.executable, "-m", "testbed.real.sandbox", "--", sys.executable, "-m", "tests.data.kube_router_probe"]
     done = subprocess.run([*command, str(binary), str(out)], capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0 or not out.exists():
         pytest.fail(f"the kube-router probe exited {done.returncode}:\n{done.stdout}{done.stderr}", pytrace=False)

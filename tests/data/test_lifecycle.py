@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from testbed import images
-from testbed.audit import tally
+from testbed.images import workloads
+from testbed.real.audit import tally
 from testbed.stack import Stack
 
 from ..e2e.sharddbs import ShardDBs, wait_until
@@ -131,7 +131,7 @@ def test_the_cache_answers_through_its_service(sharddbs: ShardDBs, cluster: Clus
     ping = (
         f"for try in 1 2 3 4 5 6 7 8 9 10; do redis-cli -h {NAME}-cache -p 6379 PING && exit 0; sleep 1; done; exit 1"
     )
-    cluster.client("cache-client", images.REDIS, ping)
+    cluster.client("cache-client", workloads.REDIS, ping)
     pod = wait_until("the cache client to finish", lambda: _finished(cluster, "cache-client"), 120)
     assert pod["status"]["phase"] == "Succeeded", cluster.logs("cache-client", "client")
     assert cluster.logs("cache-client", "client").strip().splitlines()[-1] == "PONG"
@@ -184,14 +184,16 @@ def test_a_rollout_of_both_images_keeps_every_row(
 ) -> None:
     mark = stack.audit.mark()
     began = time.monotonic()
-    response = sharddbs.patch(NAME, {"dbImage": images.POSTGRES_ROLLOUT, "cache": {"image": images.REDIS_ROLLOUT}})
+    response = sharddbs.patch(
+        NAME, {"dbImage": workloads.POSTGRES_ROLLOUT, "cache": {"image": workloads.REDIS_ROLLOUT}}
+    )
     assert response.status_code == 200, response.text
-    wait_until("every shard on the new image", lambda: all_settled(sharddbs, 3, images.POSTGRES_ROLLOUT), 300, 1.0)
+    wait_until("every shard on the new image", lambda: all_settled(sharddbs, 3, workloads.POSTGRES_ROLLOUT), 300, 1.0)
     wait_until(
         "every cache pod on the new image",
         lambda: (
             (pods := sharddbs.pods(NAME, "cache"))
-            and all(p["spec"]["containers"][0]["image"] == images.REDIS_ROLLOUT for p in pods)
+            and all(p["spec"]["containers"][0]["image"] == workloads.REDIS_ROLLOUT for p in pods)
             and len(pods) == 2
         ),
         300,
@@ -273,7 +275,7 @@ def test_deletion_flushes_the_cache_then_drains_every_shard_even_with_a_session_
     stack: Stack, sharddbs: ShardDBs, cluster: Cluster, report: Report
 ) -> None:
     holder = f"psql -X -h {shard(0)}.{NAME}-db -U postgres -c 'SELECT pg_sleep(600)'"
-    cluster.client("session-holder", images.POSTGRES, holder)
+    cluster.client("session-holder", workloads.POSTGRES, holder)
     wait_until(
         "the held session",
         lambda: (

@@ -1,8 +1,8 @@
 """The product's images run in real containers: Metacontroller's as its own user, the hooks' under every name.
 
-``testbed.product_images`` builds both archives (once; cached) as the cluster imports them.
+``testbed.images.product`` builds both archives (once; cached) as the cluster imports them.
 podman loads each into a store of this module's own (vfs, under a temporary folder, never the
-machine's) and runs it with runc (``testbed.machine.podman_runtime``: crun refuses hybrid cgroup layouts)
+machine's) and runs it with runc (``testbed.real.machine.podman_runtime``: crun refuses hybrid cgroup layouts)
 without a network, its cgroups under the sandbox's, so the run leaves nothing behind. No stack is started.
 """
 
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed import machine, product_images, sandbox
-from testbed.images import ImageBuildError
-from testbed.product_images import HOOKS_NAMES, MC_BINARY, METACONTROLLER
+from testbed.images import product
+from testbed.images.product import HOOKS_NAMES, MC_BINARY, METACONTROLLER
+from testbed.images.toolkit import ImageBuildError
+from testbed.real import machine, sandbox
 
 pytestmark = pytest.mark.data
 NONROOT = "uid=65532(nonroot) gid=65532(nonroot) groups=65532(nonroot)"
@@ -98,7 +99,7 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
 @pytest.fixture(scope="module")
 def metacontroller(podman: Podman) -> str:
     try:
-        image = product_images.metacontroller_image()
+        image = product.metacontroller_image()
     except ImageBuildError as error:
         pytest.fail(f"Metacontroller's image: {error}", pytrace=False)
     loaded = podman.load(image.archive)
@@ -109,7 +110,7 @@ def metacontroller(podman: Podman) -> str:
 @pytest.fixture(scope="module")
 def hooks(podman: Podman) -> list[str]:
     try:
-        image = product_images.hooks_image()
+        image = product.hooks_image()
     except ImageBuildError as error:
         pytest.fail(f"the hooks image: {error}", pytrace=False)
     return podman.load(image.archive)
@@ -132,7 +133,7 @@ def test_metacontroller_starts_as_its_cmd_and_says_its_version(podman: Podman, m
     done = podman.run(metacontroller, check=False)
     output = done.stdout + done.stderr
     assert done.returncode != 0
-    assert f'"version":"{product_images.MC_VERSION}"' in output, output
+    assert f'"version":"{product.MC_VERSION}"' in output, output
 
 
 def test_metacontroller_trusts_debians_ca_certificates(podman: Podman, metacontroller: str) -> None:

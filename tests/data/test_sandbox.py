@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import sandbox
+from testbed.real import sandbox
 
 from ..e2e.sharddbs import wait_until
 
@@ -34,7 +34,7 @@ mkdir /sys/fs/cgroup/pids/"$SHARDDB_SANDBOX"/kubepods
 
 
 def sandboxed(script: str, report: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "testbed.sandbox", "--", "sh", "-c", script]
+    command = [sys.executable, "-m", "testbed.real.sandbox", "--", "sh", "-c", script]
     return subprocess.Popen(command, env={**os.environ, "REPORT": str(report)})
 
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from testbed.audit import tally
-from testbed.controlplane import ControlPlaneError, build_binaries
-from testbed.invariants import unmarked_deletions
-from testbed.node import Behaviour
+from testbed.faults.invariants import unmarked_deletions
+from testbed.real.audit import tally
+from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
+from testbed.standins.node import Behaviour
 
 from .. import evidence
 from ..cluster.kube import Kube

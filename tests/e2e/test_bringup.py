@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from testbed.audit import Write, tally
+from testbed.real.audit import Write, tally
 from testbed.stack import CONTROLLER_MANAGER, NODE, Stack
 
 from .conftest import Report

@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from bench.chaos import EVIDENCE, PHASES, Campaign, Options, run
-from testbed.faults import Faults, Timing
+from testbed.faults.faults import Faults, Timing
 
 from .conftest import Report
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from testbed.audit import tally
+from testbed.real.audit import tally
 from testbed.stack import NODE, Stack
 
 from .conftest import Report

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from testbed.invariants import unmarked_deletions
+from testbed.faults.invariants import unmarked_deletions
 from testbed.stack import Stack
 from tests.cluster.kube import path
 

@@ -1,4 +1,4 @@
-"""``testbed/metacontroller.py`` held to the real Metacontroller, on answers a real Metacontroller once got.
+"""``testbed/models/metacontroller.py`` held to the real Metacontroller, on answers a real Metacontroller once got.
 
 The cluster tier's fast fixed-point checks ask the model whether Metacontroller
 would update a child. Here the real binary gets recorded answers (and the same
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from hooks import kinds
-from testbed.metacontroller import desired_as_sent, difference, needs_update
+from testbed.models.metacontroller import desired_as_sent, difference, needs_update
 from testbed.stack import Stack, StackOptions
 
 from ..cluster.kube import Kube
@@ -65,7 +65,9 @@ def canned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, Pa
     answers = tmp_path_factory.mktemp("canned")
     (answers / "customize.json").write_text(json.dumps(_recorded("customize")["response"]))
     options = StackOptions(
-        hook_module="testbed.canned", hook_env={"SHARDDB_CANNED_DIR": str(answers)}, resync_seconds=RESYNC_SECONDS
+        hook_module="testbed.standins.canned",
+        hook_env={"SHARDDB_CANNED_DIR": str(answers)},
+        resync_seconds=RESYNC_SECONDS,
     )
     running = start_stack(options)
     try:

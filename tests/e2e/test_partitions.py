@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from testbed import partitions
+from testbed.real import partitions
 from testbed.stack import Stack, StackOptions
 
 from ..cluster.kube import Kube

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import time
 
-from testbed.audit import tally
+from testbed.real.audit import tally
 from testbed.stack import Stack
 
 from .conftest import Report

@@ -23,7 +23,7 @@ import pytest
 from bench.source import extract
 from hooks import names
 from hooks.spec import DEFAULT_DRAIN_COMMAND
-from testbed.server import ROOT
+from testbed.real.server import ROOT
 from testbed.stack import Stack, StackOptions
 
 from ..cluster.kube import Kube

@@ -1,6 +1,6 @@
 """Fixtures of the installed-cluster tier: the product as users install it, on three real nodes.
 
-The cluster is ``testbed/cluster.py``'s: the real control plane, controllers and
+The cluster is ``testbed/real/cluster.py``'s: the real control plane, controllers and
 scheduler, three nodes each with its own containerd, kubelet, kube-proxy and
 policy agent, CoreDNS and two StorageClasses. Nothing of ShardDB runs on the host:
 Metacontroller is the image built from its source, installed from its release
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed import product_images, sandbox
-from testbed.controlplane import ControlPlaneError, build_binaries
-from testbed.images import ImageBuildError
+from testbed.images import product
+from testbed.images.toolkit import ImageBuildError
+from testbed.real import sandbox
+from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
 from .. import evidence
@@ -48,7 +49,7 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
             pytest.fail(f"installed tier: {error}", pytrace=False)
         pytest.fail(
             "installed tier: runs only inside the nodes' own namespaces: `make installed`, "
-            "or python -m testbed.sandbox -- python -m pytest -m installed",
+            "or python -m testbed.real.sandbox -- python -m pytest -m installed",
             pytrace=False,
         )
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
@@ -56,7 +57,7 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         # First builds take many minutes: their progress goes to the terminal, not into pytest's capture.
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             build_binaries()
-            archives = product_images.build_product_images()
+            archives = product.build_product_images()
     except (ControlPlaneError, ImageBuildError) as error:
         pytest.fail(f"installed tier: {error}", pytrace=False)
     running = Stack(
@@ -82,7 +83,7 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
 @pytest.fixture(scope="session")
 def metacontroller_manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``manifests/production`` of Metacontroller's source, the release manifests its README installs."""
-    archive = product_images.metacontroller_source()
+    archive = product.metacontroller_source()
     target = tmp_path_factory.mktemp("metacontroller-source")
     with tarfile.open(archive) as tar:
         tar.extractall(target, filter="data")

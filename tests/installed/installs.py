@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from testbed import images
-from testbed.audit import Write
+from testbed.images import workloads
+from testbed.real.audit import Write
 from testbed.stack import Stack
 
 from ..e2e.sharddbs import wait_until
@@ -28,7 +28,7 @@ METACONTROLLER_NAMESPACE = "metacontroller"
 FINISHED = ("Succeeded", "Failed")  # a pod in either phase runs nothing and counts as no replica
 EXAMPLE = ROOT / "examples" / "sharddb.yaml"
 # The example names postgres:16 and redis:7; the test images are Debian bookworm's PostgreSQL 15 and Redis 7.0.
-IMAGES = {"postgres:16": images.POSTGRES, "redis:7": images.REDIS}
+IMAGES = {"postgres:16": workloads.POSTGRES, "redis:7": workloads.REDIS}
 
 
 def example_on_test_images(target: Path) -> Path:
@@ -136,7 +136,7 @@ class Install:
             "metadata": {"name": name, "namespace": namespace},
             "spec": {
                 "restartPolicy": "Never",
-                "containers": [{"name": "probe", "image": images.POSTGRES, "command": ["bash", "-c", script]}],
+                "containers": [{"name": "probe", "image": workloads.POSTGRES, "command": ["bash", "-c", script]}],
             },
         }
         self.kubectl("apply", "-f", "-", stdin=json.dumps(pod))

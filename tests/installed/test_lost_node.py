@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from testbed import images
-from testbed.realnode import RealNode
+from testbed.images import workloads
+from testbed.real.realnode import RealNode
 
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
@@ -91,7 +91,7 @@ def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(
     writers = Writers.for_sharddb(install, NAMESPACE, "rolled", 3, node=install.controller_node())
     writers.start()
     since = time.time()
-    patch = json.dumps({"spec": {"dbImage": images.POSTGRES_ROLLOUT}})
+    patch = json.dumps({"spec": {"dbImage": workloads.POSTGRES_ROLLOUT}})
     with lost(install, node):
         install.kubectl("-n", NAMESPACE, "patch", "sharddb", "rolled", "--type=merge", "-p", patch)
         wait_until("the status naming the lost node", lambda: names_lost(install, "rolled", node.name), 120)
@@ -107,7 +107,7 @@ def test_a_node_lost_mid_rollout_holds_the_rollout_and_heals_when_it_returns(
         "rolled rolled out",
         lambda: (
             all(
-                pod["spec"]["containers"][0]["image"] == images.POSTGRES_ROLLOUT
+                pod["spec"]["containers"][0]["image"] == workloads.POSTGRES_ROLLOUT
                 for pod in install.pods(NAMESPACE, "app.kubernetes.io/instance=rolled,app.kubernetes.io/component=db")
             )
             and conditions(install, "rolled").get("Available", ("",))[0] == "True"

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from testbed import images
+from testbed.images import workloads
 
 from ..data.cluster import example
 from ..e2e.sharddbs import wait_until
@@ -129,12 +129,12 @@ def test_a_rollout_of_the_shards_image_loses_no_acknowledged_write(
     install: Install, local: Writers, outages: Record
 ) -> None:
     since = time.time()
-    patch = json.dumps({"spec": {"dbImage": images.POSTGRES_ROLLOUT}})
+    patch = json.dumps({"spec": {"dbImage": workloads.POSTGRES_ROLLOUT}})
     install.kubectl("-n", NAMESPACE, "patch", "sharddb", "local", "--type=merge", "-p", patch)
     wait_until(
         "every shard on the new image",
         lambda: all(
-            p["spec"]["containers"][0]["image"] == images.POSTGRES_ROLLOUT for p in shard_pods(install, "local")
+            p["spec"]["containers"][0]["image"] == workloads.POSTGRES_ROLLOUT for p in shard_pods(install, "local")
         ),
         300,
     )

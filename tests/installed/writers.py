@@ -20,7 +20,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from testbed import images
+from testbed.images import workloads
 
 from ..data.cluster import PASSWORD
 from ..e2e.sharddbs import wait_until
@@ -171,7 +171,7 @@ class Writers:
 
     def _manifest(self, writer: int | str) -> Obj:
         host = self.cache if writer == CACHE else self.targets[int(writer)].host
-        script, image = (CACHE_SCRIPT, images.REDIS) if writer == CACHE else (SHARD_SCRIPT, images.POSTGRES)
+        script, image = (CACHE_SCRIPT, workloads.REDIS) if writer == CACHE else (SHARD_SCRIPT, workloads.POSTGRES)
         spec: Obj = {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,

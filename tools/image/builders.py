@@ -56,7 +56,7 @@ class Builder:
     """One builder's commands; ``run_args`` are extra ``run`` options (``IMAGE_RUN_ARGS``).
 
     ``runtime`` is podman's OCI runtime for ``run``: runc where it is installed, since podman's
-    default crun refuses hybrid cgroup layouts (``testbed.machine.podman_runtime``).
+    default crun refuses hybrid cgroup layouts (``testbed.real.machine.podman_runtime``).
     """
 
     name: str

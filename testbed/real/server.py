@@ -1,4 +1,4 @@
-"""``python -m hooks`` (or another server module) as a real process on a free loopback port.
+"""Real stack: ``python -m hooks`` (or another server module) as a real process on a free loopback port.
 
 Logs go to files, never to a pipe nobody reads, so a test may provoke thousands of
 warnings without the server blocking on a full pipe; a test can read them afterwards.
@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _PR_SET_PDEATHSIG = 1
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawner")
 

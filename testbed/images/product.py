@@ -1,6 +1,6 @@
-"""The product's own images for a real cluster, built here because no registry is reachable.
+"""Image build: the product's own images for a real cluster, built here because no registry is reachable.
 
-``build_product_images()`` (or ``python -m testbed.product_images``) writes two archives
+``build_product_images()`` (or ``python -m testbed.images.product``) writes two archives
 that ``ctr -n k8s.io images import`` (and ``docker load``, ``podman load``) reads:
 
 - the hooks image as users get it: the repository's Dockerfile, built and checked by
@@ -15,9 +15,9 @@ that ``ctr -n k8s.io images import`` (and ``docker load``, ``podman load``) read
   metacontroller``, CA certificates, the group and user ``nonroot`` (65532) it runs as,
   the binary as CMD. Its Dockerfile starts from Alpine, which cannot be pulled here; this
   one is Debian bookworm's minbase (what debian:bookworm-slim is) with Debian's
-  ca-certificates, made with mmdebstrap as ``testbed.images`` makes its images.
+  ca-certificates, made with mmdebstrap as ``testbed.images.workloads`` makes its images.
 
-Each is built once into the images cache (``testbed.images.cache_root()``), under a key
+Each is built once into the images cache (``testbed.images.toolkit.cache_root()``), under a key
 of everything it is made of; a later call finds it and builds nothing.
 """
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .images import (
+from .toolkit import (
     BUILD_VERSION,
     DEFAULT_PATH,
     HOOKS,
@@ -45,15 +45,15 @@ from .images import (
     SLIM_EXCLUDES,
     SUITE,
     ImageBuildError,
+    Key,
     Obj,
-    _cached,
-    _hook,
-    _Key,
-    _need,
-    _say,
-    _tail,
+    cached,
     debian_sources,
+    hook,
+    need,
     package_versions,
+    say,
+    tail,
     write_archive,
     write_layer,
 )
@@ -76,7 +76,7 @@ MC_ACCOUNT = ("nonroot", "65532", "/home/nonroot", "/usr/sbin/nologin", "755")
 MC_PACKAGES = ("ca-certificates",)  # the Dockerfile's `apk add --no-cache ca-certificates`
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]  # the repository
 DEFAULT_SHARED = ROOT.parent / "shared"
 # What the hooks image is made of: the build context the .dockerignore lets in, the Dockerfile,
 # the stand-in base made where the official one cannot be pulled, and how the builder is asked.
@@ -112,7 +112,7 @@ def _hooks_files() -> list[Path]:
 
 def hooks_key(base: str | None = None) -> str:
     """The hooks image's key: its Dockerfile, build context, base, stand-in recipe and names."""
-    key = _Key()
+    key = Key()
     key.add("build", BUILD_VERSION)
     key.add("base", base or "the Dockerfile's, else the stand-in")
     key.add("names", "\n".join(HOOKS_NAMES))
@@ -133,20 +133,18 @@ def _build_hooks(base: str | None, work: Path) -> str:
     command += [arg for name in others for arg in ("--also-tag", name)]
     command += ["--base", base] if base else []
     log = work / "build.log"
-    _say(
-        f"hooks: python -m tools.image builds the Dockerfile and checks it serves (minutes the first time; log: {log})"
-    )
+    say(f"hooks: python -m tools.image builds the Dockerfile and checks it serves (minutes the first time; log: {log})")
     with log.open("wb") as out:
         done = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if done.returncode != 0 or not (work / "image.tar").is_file():
-        raise ImageBuildError(f"the hooks image: python -m tools.image failed (exit {done.returncode}):\n{_tail(log)}")
+        raise ImageBuildError(f"the hooks image: python -m tools.image failed (exit {done.returncode}):\n{tail(log)}")
     return ", ".join(HOOKS_TAGS)
 
 
 def hooks_image(base: str | None = None) -> ProductImage:
     """The hooks image's archive, from the cache or built now; ``base`` as ``make image``'s PYTHON_IMAGE."""
     wanted = base or os.environ.get("PYTHON_IMAGE") or None
-    archive = _cached("hooks", hooks_key(wanted), lambda work: _build_hooks(wanted, work))
+    archive = cached("hooks", hooks_key(wanted), lambda work: _build_hooks(wanted, work))
     return ProductImage(archive, HOOKS_NAMES)
 
 
@@ -181,7 +179,7 @@ def tar_sha256(path: Path) -> str:
 
 def go_version() -> str:
     """``go env GOVERSION``: the compiler is part of what the binary is."""
-    go = _need("go", "install Go >= 1.26.4 (https://go.dev/dl or Debian's golang package)")
+    go = need("go", "install Go >= 1.26.4 (https://go.dev/dl or Debian's golang package)")
     done = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise ImageBuildError(f"go env GOVERSION failed: {done.stderr.strip()}")
@@ -219,7 +217,7 @@ def metacontroller_config(commit: str = "", date: str = "") -> Obj:
 
 def metacontroller_key(source_sha256: str, go: str) -> str:
     """The key: the source, the compiler, the build's flags, the packages, account, hooks and config."""
-    key = _Key()
+    key = Key()
     key.add("build", BUILD_VERSION)
     key.add("source", source_sha256)
     key.add("go", go)
@@ -248,7 +246,7 @@ def _source_tree(archive: Path, into: Path) -> tuple[Path, str, str]:
 
 def build_metacontroller_binary(archive: Path, out: Path) -> tuple[str, str]:
     """``go build`` of pkg/cmd/metacontroller as its release does, into ``out``; returns (commit, date)."""
-    go = _need("go", "install Go >= 1.26.4 (https://go.dev/dl or Debian's golang package)")
+    go = need("go", "install Go >= 1.26.4 (https://go.dev/dl or Debian's golang package)")
     env = {**os.environ, **RELEASE_ENV, "GOFLAGS": "-buildvcs=false -mod=mod", "GOTOOLCHAIN": "local"}
     with tempfile.TemporaryDirectory(prefix="metacontroller-src-") as scratch:
         tree, commit, date = _source_tree(archive, Path(scratch))
@@ -276,9 +274,9 @@ def metacontroller_mmdebstrap(binary: Path, sources: list[str]) -> list[str]:
         *merged_usr,
         f"--include={','.join(MC_PACKAGES)}",
         *(f"--dpkgopt={option}" for option in SLIM_EXCLUDES),
-        f"--essential-hook={_hook('account.sh', *MC_ACCOUNT)}",
+        f"--essential-hook={hook('account.sh', *MC_ACCOUNT)}",
         f"--customize-hook=copy-in {shlex.quote(str(binary))} {shlex.quote(str(Path(MC_BINARY).parent))}",
-        f"--customize-hook={_hook('finish.sh')}",
+        f"--customize-hook={hook('finish.sh')}",
         SUITE,
         "-",
         *sources,
@@ -287,15 +285,15 @@ def metacontroller_mmdebstrap(binary: Path, sources: list[str]) -> list[str]:
 
 def _build_metacontroller(archive: Path, work: Path) -> str:
     """Writes work/image.tar: the binary built, then the root file system around it."""
-    _need("mmdebstrap", "apt-get install mmdebstrap")
+    need("mmdebstrap", "apt-get install mmdebstrap")
     if os.geteuid() != 0:
         raise ImageBuildError("building Metacontroller's image needs root (mmdebstrap's root mode chroots and chowns)")
     binary = work / Path(MC_BINARY).name
-    _say(f"metacontroller: go build {MC_PACKAGE} of v{MC_VERSION} (a few minutes on 2 cores the first time)")
+    say(f"metacontroller: go build {MC_PACKAGE} of v{MC_VERSION} (a few minutes on 2 cores the first time)")
     commit, date = build_metacontroller_binary(archive, binary)
     sources = debian_sources()
     log = work / "build.log"
-    _say(f"metacontroller: mmdebstrap {SUITE} from {sources[0].split()[1]} (a minute or two; log: {log})")
+    say(f"metacontroller: mmdebstrap {SUITE} from {sources[0].split()[1]} (a minute or two; log: {log})")
     with log.open("wb") as out:
         process = subprocess.Popen(
             metacontroller_mmdebstrap(binary, sources), stdout=subprocess.PIPE, stderr=out, stdin=subprocess.DEVNULL
@@ -312,10 +310,10 @@ def _build_metacontroller(archive: Path, work: Path) -> str:
             process.stdout.close()
         if process.wait() != 0 or broken is not None:
             problem = f"exit {process.returncode}" if process.returncode > 0 else f"its tar broke off: {broken}"
-            raise ImageBuildError(f"metacontroller: mmdebstrap failed ({problem}):\n{_tail(log)}")
+            raise ImageBuildError(f"metacontroller: mmdebstrap failed ({problem}):\n{tail(log)}")
     installed = package_versions(kept.get(status, b"").decode())
     history = (
-        f"testbed/product_images.py {BUILD_VERSION}: metacontroller v{MC_VERSION} ({commit[:12]}) built with "
+        f"testbed/images/product.py {BUILD_VERSION}: metacontroller v{MC_VERSION} ({commit[:12]}) built with "
         f"CGO_ENABLED=0, on mmdebstrap {SUITE} minbase with ca-certificates {installed.get('ca-certificates', '?')}"
     )
     write_archive(work / "image.tar", layer, metacontroller_config(commit, date), (METACONTROLLER,), history)
@@ -328,7 +326,7 @@ def metacontroller_image() -> ProductImage:
     """Metacontroller's image archive, from the cache or built now."""
     archive = metacontroller_source()
     key = metacontroller_key(MC_TAR_SHA256, go_version())
-    built = _cached("metacontroller", key, lambda work: _build_metacontroller(archive, work))
+    built = cached("metacontroller", key, lambda work: _build_metacontroller(archive, work))
     return ProductImage(built, (METACONTROLLER,))
 
 
@@ -342,7 +340,7 @@ def main() -> int:
     try:
         images = build_product_images()
     except ImageBuildError as error:
-        _say(str(error))
+        say(str(error))
         return 1
     for image in (images.hooks, images.metacontroller):
         print(image.archive, *image.names, sep="\t")

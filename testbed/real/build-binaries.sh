@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the pinned binaries of the test stack (testbed/controlplane.py, testbed/stack.py):
+# Build the pinned binaries of the test stack (testbed/real/controlplane.py, testbed/stack.py):
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the kubelet, kube-proxy and
 # metacontroller.
 #
@@ -19,13 +19,13 @@ MC_URL="${SHARDDB_METACONTROLLER_SRC_URL:-https://github.com/metacontroller/meta
 CACHE_ROOT="${SHARDDB_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sharddb/testbin}"
 OUT="$CACHE_ROOT/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-mc-$MC_VERSION"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-SHARED_SRC="$HERE/../../shared/metacontroller/metacontroller-v$MC_VERSION.tar.gz"
+SHARED_SRC="$HERE/../../../shared/metacontroller/metacontroller-v$MC_VERSION.tar.gz"
 KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 MC_CRDS="metacontroller-crds-v$MC_VERSION.yaml"
 
 NAME="build-binaries"
 LOCK="$CACHE_ROOT/.build.lock"
-# shellcheck source=testbed/build-lib.sh
+# shellcheck source=testbed/real/build-lib.sh
 source "$HERE/build-lib.sh"
 # The Kubernetes binaries carry their version (what the kubelet reports for its Node, what
 # /version says); a build without it predates this stamp and is built again.

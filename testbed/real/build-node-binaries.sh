@@ -40,7 +40,7 @@ COREDNS_PLUGINS=(kubernetes forward cache errors health ready loop reload)
 NAME="build-node-binaries"
 # A lock of its own, so this does not queue behind build-binaries.sh.
 LOCK="$CACHE_ROOT/.build-node.lock"
-# shellcheck source=testbed/build-lib.sh
+# shellcheck source=testbed/real/build-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/build-lib.sh"
 kube_router_built() {
   [[ -x "$OUT/kube-router" && "$(cat "$KUBE_ROUTER_STAMP" 2>/dev/null)" == "v$KUBE_ROUTER_VERSION ${KUBE_ROUTER_RAISE[*]}" ]]

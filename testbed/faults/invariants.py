@@ -1,4 +1,4 @@
-"""The fault campaign's invariants, checked over the complete record of what the API server stored.
+"""Fault tooling: the campaign's invariants, checked over the complete record of what the API server stored.
 
 Pure functions over ``history.Change`` lists (etcd revision order): the state of
 every object is replayed change by change, and each rule is judged at the
@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from testbed.audit import Write
-from testbed.history import Change
+from testbed.faults.history import Change
+from testbed.real.audit import Write
 
 SEED_JOB = re.compile(r"^(?P<parent>.+)-seed-(?P<shards>\d+)$")
 # A ShardDB's pods: <parent>-db-<ordinal>, <parent>-cache-<hash>-<suffix>, <parent>-seed-<shards>-<suffix>.

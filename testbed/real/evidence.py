@@ -1,4 +1,4 @@
-"""What a stack said, kept after it stops: its logs (each cut to a window, bounded) copied out of its folder.
+"""Real stack: what a stack said, kept after it stops: its logs (cut to a window, bounded) copied out of its folder.
 
 A stack's parts all log into its control plane's folder (``<root>/*.log``, the
 audit log among them, and the hooks' files in ``<root>/hooks/``), which goes

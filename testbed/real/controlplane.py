@@ -1,4 +1,4 @@
-"""A real etcd + kube-apiserver on loopback, for the cluster and end-to-end tests, the fleet benchmark and ``make crd``.
+"""Real stack: etcd and kube-apiserver on loopback, for the cluster and end-to-end tests, the benchmarks, ``make crd``.
 
 The binaries come from ``build-binaries.sh`` beside this file (built once with
 Go, cached outside the repository). Each process runs in its own process group
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from testbed.server import free_port, spawn
+from testbed.real.server import free_port, spawn
 
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build-binaries.sh"

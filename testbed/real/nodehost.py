@@ -1,6 +1,6 @@
-"""The namespaces one real node lives in, as kind gives each node a container of its own.
+"""Real stack: the namespaces one real node lives in, as kind gives each node a container of its own.
 
-``unshare --net --mount --uts -- python -m testbed.nodehost NAME DIRECTORY`` makes
+``unshare --net --mount --uts -- python -m testbed.real.nodehost NAME DIRECTORY`` makes
 the node's network, mount and UTS namespaces; this process sets them up and then
 holds them open until it is killed. Every program of the node (containerd, the
 kubelet, kube-proxy, the network policy agent) enters them with ``nsenter``:
@@ -12,7 +12,7 @@ kubelet, kube-proxy, the network policy agent) enters them with ``nsenter``:
   local volumes are this node's alone, as on separate machines;
 - its hostname, NAME, and an empty ``/etc/resolv.conf``: it resolves no name beyond the cluster.
 
-It runs inside ``testbed.sandbox``'s namespaces, so nothing here reaches the host.
+It runs inside ``testbed.real.sandbox``'s namespaces, so nothing here reaches the host.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from testbed.sandbox import MS_BIND, mount, sysctl
+from testbed.real.sandbox import MS_BIND, mount, sysctl
 
 READY_FILE = "namespaces.ready"
 

@@ -1,7 +1,7 @@
-"""A cluster of real nodes on one machine, joined as kind joins its node containers.
+"""Real stack: a cluster of real nodes on one machine, joined as kind joins its node containers.
 
-The control plane runs in ``testbed.sandbox``'s network namespace and answers on
-the cluster bridge's gateway; each node (``testbed.realnode``) has namespaces of
+The control plane runs in ``testbed.real.sandbox``'s network namespace and answers on
+the cluster bridge's gateway; each node (``testbed.real.realnode``) has namespaces of
 its own, an address on that bridge and its own pod range, with routes to every
 other node's pods. Beside the nodes, the parts every cluster runs:
 
@@ -28,9 +28,10 @@ from typing import Any
 
 import yaml
 
-from testbed import images, kube_router
-from testbed.controlplane import ControlPlane, ControlPlaneError
-from testbed.realnode import (
+from testbed.images import workloads
+from testbed.real import kube_router
+from testbed.real.controlplane import ControlPlane, ControlPlaneError
+from testbed.real.realnode import (
     CLUSTER_BRIDGE,
     CLUSTER_DOMAIN,
     CLUSTER_GATEWAY,
@@ -42,7 +43,7 @@ from testbed.realnode import (
     must,
     wait_for,
 )
-from testbed.server import free_port
+from testbed.real.server import free_port
 
 DNS_USER = "system:coredns"
 PROVISIONER_USER = "system:local-path-provisioner"
@@ -69,7 +70,7 @@ class Cluster:
 
     plane: ControlPlane
     node_bin: Path
-    image_set: images.ImageSet
+    image_set: workloads.ImageSet
     nodes: int = 3
     extra_archives: tuple[Path, ...] = ()
     # Images (in ``extra_archives``) also served by the cluster's registry, for pods that always pull.
@@ -177,7 +178,7 @@ class Cluster:
                 "tolerations": [
                     {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"}
                 ],
-                "containers": [{"name": "helper-pod", "image": images.POSTGRES, "imagePullPolicy": "IfNotPresent"}],
+                "containers": [{"name": "helper-pod", "image": workloads.POSTGRES, "imagePullPolicy": "IfNotPresent"}],
             },
         }
         setup = '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n'
@@ -243,7 +244,7 @@ class Cluster:
                     f"--namespace={PROVISIONER_NAMESPACE}",
                     f"--configmap-name={configmap}",
                     f"--provisioner-name={provisioner}",
-                    f"--helper-image={images.POSTGRES}",
+                    f"--helper-image={workloads.POSTGRES}",
                 ],
                 env={"POD_NAMESPACE": PROVISIONER_NAMESPACE, "PATH": "/usr/bin:/bin"},
             )

@@ -1,4 +1,4 @@
-"""A small, honest stand-in for the cluster around the hooks, for tests and benchmarks.
+"""Model: the cluster around the hooks, small and honest: it builds Metacontroller's requests, for tests and benchmarks.
 
 It keeps objects shaped as the API server returns them (uids, managedFields,
 defaulted specs, status), builds Metacontroller's request from them, and applies
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hooks import kinds
-from testbed.metacontroller import LAST_APPLIED, serialize
+from testbed.models.metacontroller import LAST_APPLIED, serialize
 
 Obj = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""What the API server stored, change by change: a watch of every kind a ShardDB's life touches.
+"""Fault tooling: what the API server stored, change by change, from a watch of every kind a ShardDB's life touches.
 
 The fault campaign checks its invariants over this record. Each change is kept
 as the few facts the invariants read, keyed by the object's resourceVersion,

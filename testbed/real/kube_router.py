@@ -1,4 +1,4 @@
-"""The real stack: kube-router's network policy controller as each real node runs it, a firewall only.
+"""Real stack: kube-router's network policy controller as each real node runs it, a firewall only.
 
 kube-router, not sigs.k8s.io/kube-network-policies: that one hands packets to user space
 through nfqueue, which a kernel without CONFIG_NFT_QUEUE (as here) cannot do; kube-router's

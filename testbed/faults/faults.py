@@ -1,4 +1,4 @@
-"""Faults for the campaign: each component of a stack killed or slowed, then brought back.
+"""Fault tooling: the campaign's faults, each component of a stack killed or slowed, then brought back.
 
 A fault is one function that breaks one part of a running ``Stack`` and returns
 after putting it back: SIGKILL of a partition's Metacontroller and a new one in

@@ -1,4 +1,4 @@
-"""The API server's audit log, read as a list of writes: who wrote what, when, with what answer.
+"""Real stack: the API server's audit log, read as a list of writes: who wrote what, when, with what answer.
 
 The control plane logs every write at Metadata level (reads are left out), one
 JSON event per line in completion order, each under the identity of the

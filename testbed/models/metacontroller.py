@@ -1,4 +1,4 @@
-"""Metacontroller's in-place update decision, re-stated from its documented behaviour.
+"""Model: Metacontroller's in-place update decision, re-stated from its documented behaviour.
 
 The fast tiers cannot start the real Metacontroller (v4.17.2, dynamic apply) for
 every generated world, so they carry the one piece of it they need: given the

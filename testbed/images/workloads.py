@@ -1,11 +1,11 @@
-"""Container images for tests that run real containers, built here because no registry is reachable.
+"""Image build: the test images for tests that run real containers, built here because no registry is reachable.
 
-``build_images()`` (or ``python -m testbed.images``) writes five OCI image archives
+``build_images()`` (or ``python -m testbed.images.workloads``) writes five OCI image archives
 that ``ctr -n k8s.io images import`` loads: postgres:15 and redis:7.0 made as the
 official images' recipes make them (``shared/images/``, beside the repository) but
 from Debian bookworm's packages with mmdebstrap; mariadb:10.11 and memcached:1.6 the
 same way after what the official mariadb and memcached recipes are known to do (those
-recipes are not in ``shared/images/``: their entrypoints here, in ``image-recipes/``,
+recipes are not in ``shared/images/``: their entrypoints here, in ``recipes/``,
 are this repository's own); and Kubernetes' pause container compiled from its C source.
 Each is built once into a cache outside the repository, under a key of everything it is
 made of; a later call finds it and builds nothing.
@@ -13,30 +13,41 @@ made of; a later call finds it and builds nothing.
 
 from __future__ import annotations
 
-import fcntl
-import gzip
-import hashlib
 import io
 import json
 import os
-import platform
 import re
-import shlex
-import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
 
-# Bump when the way an image is made changes in a way its key does not see.
-BUILD_VERSION = "1"
-SUITE = "bookworm"
+from .toolkit import (
+    BUILD_VERSION,
+    DEFAULT_PATH,
+    HOOKS,
+    MERGED_USR,
+    MMDEBSTRAP_OPTIONS,
+    SLIM_EXCLUDES,
+    SUITE,
+    ImageBuildError,
+    Key,
+    Obj,
+    cached,
+    debian_sources,
+    hook,
+    need,
+    package_versions,
+    say,
+    tail,
+    write_archive,
+    write_layer,
+)
+
 KUBE_MODULE = "k8s.io/kubernetes"
 KUBE_VERSION = "v1.34.4"
 
@@ -49,41 +60,13 @@ MEMCACHED = "docker.io/library/memcached:1.6"
 PAUSE = "registry.k8s.io/pause:3.10"
 
 HERE = Path(__file__).resolve().parent
-HOOKS = HERE / "image-recipes"
-DEFAULT_RECIPES = HERE.parent.parent / "shared" / "images"
-MERGED_USR = Path("/usr/share/mmdebstrap/hooks/merged-usr")
-FALLBACK_MIRROR = "http://deb.debian.org/debian"
-FALLBACK_SECURITY = "http://deb.debian.org/debian-security"
+DEFAULT_RECIPES = HERE.parents[2] / "shared" / "images"
 
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PG_MAJOR = "15"
 PGDATA = "/var/lib/postgresql/data"
 MARIADB_DATA = "/var/lib/mysql"
-# What debian:bookworm-slim leaves out (its /etc/dpkg/dpkg.cfg.d/docker), which the recipes start from.
-SLIM_EXCLUDES = (
-    "path-exclude=/usr/share/doc/*",
-    "path-include=/usr/share/doc/*/copyright",
-    "path-exclude=/usr/share/man/*",
-    "path-exclude=/usr/share/groff/*",
-    "path-exclude=/usr/share/info/*",
-    "path-exclude=/usr/share/lintian/*",
-    "path-exclude=/usr/share/linda/*",
-)
 LOCALE_EXCLUDE = "path-exclude=/usr/share/locale/*"  # the postgres recipe takes it out again
-# debian:bookworm-slim is minbase; finish.sh cleans /run itself, keeping /run/postgresql.
-MMDEBSTRAP_OPTIONS = ("--mode=root", "--variant=minbase", "--format=tar", "--skip=cleanup/run")
 PAUSE_CFLAGS = ("-Os", "-Wall", "-Werror", "-static")  # build/pause/Makefile's CFLAGS, less -DVERSION
-
-MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-INDEX = "application/vnd.oci.image.index.v1+json"
-CONFIG = "application/vnd.oci.image.config.v1+json"
-LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
-
-Obj = dict[str, Any]
-
-
-class ImageBuildError(RuntimeError):
-    """An image cannot be built here; the message says what is missing and how to get it."""
 
 
 @dataclass(frozen=True)
@@ -186,12 +169,12 @@ class DebianImage:
     account: tuple[str, ...]  # account.sh's arguments: name, id, home, shell[, home mode]
     packages: tuple[str, ...]  # mmdebstrap --include
     customize: tuple[str, ...]  # a hook script and its arguments after the chroot and the recipe folder
-    hooks: tuple[str, ...]  # every file of image-recipes/ it uses
+    hooks: tuple[str, ...]  # every file of recipes/ it uses
     dpkg_options: tuple[str, ...]
     config: Callable[[Mapping[str, str] | None], Obj]
     # Env variables the recipe sets to a version: which Debian package's version, and upstream part only?
     versions: tuple[tuple[str, str, bool], ...]
-    # Where the recipe folder is when shared/images has none (this repository's image-recipes/).
+    # Where the recipe folder is when shared/images has none (this repository's recipes/, beside this module).
     recipe_root: Path | None = None
     # A hook script and its arguments after the chroot, run after finish.sh.
     after: tuple[str, ...] = ()
@@ -267,10 +250,6 @@ MEMCACHED_IMAGE = DebianImage(
 )
 
 
-def _say(message: str) -> None:
-    print(f"images: {message}", file=sys.stderr, flush=True)
-
-
 def recipes_dir() -> Path:
     """The official recipes' folder: SHARDDB_IMAGES_RECIPES, else SHARDDB_SHARED/images, else ../shared/images."""
     if explicit := os.environ.get("SHARDDB_IMAGES_RECIPES"):
@@ -290,32 +269,9 @@ def recipes_dir() -> Path:
     return path
 
 
-def cache_root() -> Path:
-    """SHARDDB_IMAGE_CACHE, else $XDG_CACHE_HOME/sharddb/images, else ~/.cache/sharddb/images."""
-    if explicit := os.environ.get("SHARDDB_IMAGE_CACHE"):
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sharddb" / "images"
-
-
-class _Key:
-    """A sha256 over labelled parts, each length-prefixed so no two inputs run together."""
-
-    def __init__(self) -> None:
-        self._hash = hashlib.sha256()
-
-    def add(self, label: str, data: str | bytes) -> None:
-        raw = data.encode() if isinstance(data, str) else data
-        self._hash.update(f"{label}\0{len(raw)}\0".encode())
-        self._hash.update(raw)
-
-    def hex(self) -> str:
-        return self._hash.hexdigest()[:16]
-
-
 def image_key(image: DebianImage, recipes: Path) -> str:
     """The cache key: the recipe's files, the hooks, packages, options, config, suite and build version."""
-    key = _Key()
+    key = Key()
     key.add("build", BUILD_VERSION)
     key.add("suite", SUITE)
     key.add("packages", "\n".join(image.packages))
@@ -338,60 +294,12 @@ def image_key(image: DebianImage, recipes: Path) -> str:
 
 def pause_key() -> str:
     """The pause image's key: the module version names its source exactly (go.sum pins it)."""
-    key = _Key()
+    key = Key()
     key.add("build", BUILD_VERSION)
     key.add("module", f"{KUBE_MODULE}@{KUBE_VERSION}")
     key.add("cflags", " ".join(PAUSE_CFLAGS))
     key.add("config", json.dumps(pause_config(), sort_keys=True))
     return key.hex()
-
-
-def _apt_entries(apt_dir: Path) -> Iterator[tuple[str, list[str]]]:
-    """(URI, suites) of every enabled ``deb`` entry in apt's sources, one-line and deb822 alike."""
-    one_line = [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*.list"))]
-    for path in one_line:
-        if not path.is_file():
-            continue
-        for line in path.read_text().splitlines():
-            words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
-            if len(words) >= 3 and words[0] == "deb":
-                yield words[1], [words[2]]
-    for path in sorted((apt_dir / "sources.list.d").glob("*.sources")):
-        if not path.is_file():
-            continue
-        for stanza in re.split(r"\n\s*\n", path.read_text()):
-            fields: dict[str, str] = {}
-            for line in stanza.splitlines():
-                if line.startswith("#") or ":" not in line or line[:1].isspace():
-                    continue
-                name, value = line.split(":", 1)
-                fields[name.strip().lower()] = value.strip()
-            if "deb" not in fields.get("types", "").split() or fields.get("enabled", "yes").lower() == "no":
-                continue
-            for uri in fields.get("uris", "").split():
-                yield uri, fields.get("suites", "").split()
-
-
-def debian_sources(suite: str = SUITE, apt_dir: Path = Path("/etc/apt")) -> list[str]:
-    """apt lines for ``suite``, its -updates and -security, from this machine's mirrors (else deb.debian.org)."""
-    found: dict[str, str] = {}
-    for uri, suites in _apt_entries(apt_dir):
-        for name in suites:
-            found.setdefault(name, uri)
-    if suite not in found:
-        found = {suite: FALLBACK_MIRROR, f"{suite}-updates": FALLBACK_MIRROR, f"{suite}-security": FALLBACK_SECURITY}
-    wanted = (suite, f"{suite}-updates", f"{suite}-security")
-    return [f"deb {found[name]} {name} main" for name in wanted if name in found]
-
-
-def package_versions(status: str) -> dict[str, str]:
-    """Installed package -> version, from a dpkg status file."""
-    versions: dict[str, str] = {}
-    for stanza in status.split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[:1] != " ")
-        if fields.get("Status", "").endswith(" installed") and "Package" in fields:
-            versions[fields["Package"]] = fields.get("Version", "")
-    return versions
 
 
 def debian_version(version: str, upstream: bool) -> str:
@@ -409,157 +317,6 @@ def env_versions(image: DebianImage, installed: Mapping[str, str]) -> dict[str, 
     }
 
 
-class _Hashing(io.RawIOBase):
-    """A writer that hashes and counts what passes through it to ``target``."""
-
-    def __init__(self, target: IO[bytes]) -> None:
-        super().__init__()
-        self.target = target
-        self.sha = hashlib.sha256()
-        self.size = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data)
-        self.sha.update(view)
-        self.size += view.nbytes
-        self.target.write(view)
-        return view.nbytes
-
-    def flush(self) -> None:
-        self.target.flush()
-
-    @property
-    def digest(self) -> str:
-        return f"sha256:{self.sha.hexdigest()}"
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One gzip layer blob: its digest and size, and the digest of its uncompressed tar (the diff_id)."""
-
-    path: Path
-    digest: str
-    size: int
-    diff_id: str
-
-
-def write_layer(source: IO[bytes], out: Path, keep: frozenset[str] = frozenset()) -> tuple[Layer, dict[str, bytes]]:
-    """Copies a tar stream into a gzip layer, without device nodes; returns it and the files named in ``keep``."""
-    kept: dict[str, bytes] = {}
-    with out.open("wb") as raw:
-        compressed = _Hashing(cast(IO[bytes], raw))
-        with gzip.GzipFile(fileobj=compressed, mode="wb", compresslevel=6, mtime=0) as zipped:
-            plain = _Hashing(cast(IO[bytes], zipped))
-            with (
-                tarfile.open(fileobj=source, mode="r|") as tar_in,
-                tarfile.open(fileobj=cast(IO[bytes], plain), mode="w|", format=tarfile.PAX_FORMAT) as tar_out,
-            ):
-                for member in tar_in:
-                    if member.ischr() or member.isblk() or member.isfifo():
-                        continue  # the runtime makes /dev; a layer carries no device nodes
-                    data = tar_in.extractfile(member) if member.isreg() else None
-                    name = member.name.removeprefix("./")
-                    if data is not None and name in keep:
-                        kept[name] = data.read()
-                        data = io.BytesIO(kept[name])
-                    tar_out.addfile(member, data)
-    return Layer(out, compressed.digest, compressed.size, plain.digest), kept
-
-
-def _blob(data: bytes) -> tuple[str, bytes]:
-    return f"sha256:{hashlib.sha256(data).hexdigest()}", data
-
-
-def _architecture() -> str:
-    machine = platform.machine()
-    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
-
-
-def write_archive(out: Path, layer: Layer, config: Obj, refs: tuple[str, ...], history: str) -> None:
-    """An OCI image layout of one layer, as one tar; index.json names the manifest once per ref."""
-    arch = _architecture()
-    config_digest, config_blob = _blob(
-        json.dumps(
-            {
-                "architecture": arch,
-                "os": "linux",
-                "config": config,
-                "rootfs": {"type": "layers", "diff_ids": [layer.diff_id]},
-                "history": [{"created_by": history}],
-            },
-            indent=2,
-        ).encode()
-    )
-    manifest_digest, manifest_blob = _blob(
-        json.dumps(
-            {
-                "schemaVersion": 2,
-                "mediaType": MANIFEST,
-                "config": {"mediaType": CONFIG, "digest": config_digest, "size": len(config_blob)},
-                "layers": [{"mediaType": LAYER, "digest": layer.digest, "size": layer.size}],
-            },
-            indent=2,
-        ).encode()
-    )
-    index = {
-        "schemaVersion": 2,
-        "mediaType": INDEX,
-        "manifests": [
-            {
-                "mediaType": MANIFEST,
-                "digest": manifest_digest,
-                "size": len(manifest_blob),
-                "platform": {"architecture": arch, "os": "linux"},
-                "annotations": {
-                    "io.containerd.image.name": ref,
-                    "org.opencontainers.image.ref.name": ref.rsplit(":")[-1],
-                },
-            }
-            for ref in refs
-        ],
-    }
-
-    def add(tar: tarfile.TarFile, name: str, data: bytes | None = None, path: Path | None = None) -> None:
-        info = tarfile.TarInfo(name)
-        if data is None and path is None:
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-            return
-        info.mode = 0o644
-        if path is not None:
-            info.size = path.stat().st_size
-            with path.open("rb") as stream:
-                tar.addfile(info, stream)
-        else:
-            assert data is not None
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
-        add(tar, "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode())
-        add(tar, "blobs")
-        add(tar, "blobs/sha256")
-        add(tar, f"blobs/sha256/{config_digest.split(':')[1]}", config_blob)
-        add(tar, f"blobs/sha256/{manifest_digest.split(':')[1]}", manifest_blob)
-        add(tar, f"blobs/sha256/{layer.digest.split(':')[1]}", path=layer.path)
-        add(tar, "index.json", json.dumps(index, indent=2).encode())
-
-
-def _need(program: str, how: str) -> str:
-    found = shutil.which(program)
-    if found is None:
-        raise ImageBuildError(f"{program} is required to build the test images: {how}")
-    return found
-
-
-def _hook(script: str, *args: str) -> str:
-    """A hook command for mmdebstrap, which runs it under sh with the chroot as $1."""
-    return " ".join(["sh", shlex.quote(str(HOOKS / script)), '"$1"', *(shlex.quote(arg) for arg in args)])
-
-
 def mmdebstrap_command(image: DebianImage, recipes: Path, sources: list[str]) -> list[str]:
     """The mmdebstrap run that writes the image's root file system as a tar to stdout."""
     merged_usr = [f"--hook-dir={MERGED_USR}"] if MERGED_USR.is_dir() else []
@@ -570,28 +327,23 @@ def mmdebstrap_command(image: DebianImage, recipes: Path, sources: list[str]) ->
         *merged_usr,  # merged /usr as debian:bookworm-slim, without usrmerge and the perl it pulls in
         f"--include={','.join(image.packages)}",
         *(f"--dpkgopt={option}" for option in image.dpkg_options),
-        f"--essential-hook={_hook('account.sh', *image.account)}",
-        f"--customize-hook={_hook(image.customize[0], str(image.recipe_folder(recipes)), *image.customize[1:])}",
-        f"--customize-hook={_hook('finish.sh')}",
-        *([f"--customize-hook={_hook(*image.after)}"] if image.after else []),
+        f"--essential-hook={hook('account.sh', *image.account)}",
+        f"--customize-hook={hook(image.customize[0], str(image.recipe_folder(recipes)), *image.customize[1:])}",
+        f"--customize-hook={hook('finish.sh')}",
+        *([f"--customize-hook={hook(*image.after)}"] if image.after else []),
         SUITE,
         "-",
         *sources,
     ]
 
 
-def _tail(path: Path, lines: int = 25) -> str:
-    text = path.read_text(errors="replace").splitlines() if path.exists() else []
-    return "\n".join(text[-lines:])
-
-
 def _build_debian(image: DebianImage, recipes: Path, work: Path) -> str:
     """Writes work/image.tar for ``image``; returns what the progress line adds."""
-    _need("mmdebstrap", "apt-get install mmdebstrap")
+    need("mmdebstrap", "apt-get install mmdebstrap")
     if os.geteuid() != 0:
         raise ImageBuildError("building the test images needs root (mmdebstrap's root mode chroots and chowns)")
     sources = debian_sources()
-    _say(f"{image.name}: mmdebstrap {SUITE} from {sources[0].split()[1]} (a few minutes; log: {work / 'build.log'})")
+    say(f"{image.name}: mmdebstrap {SUITE} from {sources[0].split()[1]} (a few minutes; log: {work / 'build.log'})")
     command = mmdebstrap_command(image, recipes, sources)
     with (work / "build.log").open("wb") as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
@@ -609,11 +361,11 @@ def _build_debian(image: DebianImage, recipes: Path, work: Path) -> str:
             process.stdout.close()
         if process.wait() != 0 or broken is not None:
             problem = f"exit {process.returncode}" if process.returncode > 0 else f"its tar broke off: {broken}"
-            raise ImageBuildError(f"{image.name}: mmdebstrap failed ({problem}):\n{_tail(work / 'build.log')}")
+            raise ImageBuildError(f"{image.name}: mmdebstrap failed ({problem}):\n{tail(work / 'build.log')}")
     installed = package_versions(kept.get(status, b"").decode())
     versions = env_versions(image, installed)
-    where = f"testbed/image-recipes/{image.recipe}" if image.recipe_root else f"shared/images/{image.recipe}"
-    history = f"testbed/images.py {BUILD_VERSION}: mmdebstrap {SUITE} minbase, {where}"
+    where = f"testbed/images/recipes/{image.recipe}" if image.recipe_root else f"shared/images/{image.recipe}"
+    history = f"testbed/images/workloads.py {BUILD_VERSION}: mmdebstrap {SUITE} minbase, {where}"
     write_archive(work / "image.tar", layer, image.config(versions), image.refs, history)
     (work / "layer.tar.gz").unlink()
     return ", ".join(f"{name}={value}" for name, value in sorted(versions.items()))
@@ -621,7 +373,7 @@ def _build_debian(image: DebianImage, recipes: Path, work: Path) -> str:
 
 def kubernetes_source() -> Path:
     """The k8s.io/kubernetes module's folder in Go's module cache, downloaded if it is not there."""
-    go = _need("go", "install Go (https://go.dev/dl or Debian's golang package)")
+    go = need("go", "install Go (https://go.dev/dl or Debian's golang package)")
     env = {**os.environ, "GOFLAGS": "-mod=mod"}
     with tempfile.TemporaryDirectory() as outside_any_module:
         done = subprocess.run(
@@ -652,7 +404,7 @@ def pause_version(makefile: str) -> str:
 
 def _build_pause(work: Path) -> str:
     """Writes work/image.tar: pause.c compiled statically, as build/pause's Makefile and Dockerfile do."""
-    gcc = _need("gcc", "apt-get install gcc libc6-dev")
+    gcc = need("gcc", "apt-get install gcc libc6-dev")
     pause_dir = kubernetes_source() / "build" / "pause"
     version = pause_version((pause_dir / "Makefile").read_text())
     binary = work / "pause"
@@ -678,7 +430,8 @@ def _build_pause(work: Path) -> str:
     plain.seek(0)
     layer, _ = write_layer(plain, work / "layer.tar.gz")
     history = (
-        f"testbed/images.py {BUILD_VERSION}: gcc -Os -static build/pause/linux/pause.c of {KUBE_MODULE}@{KUBE_VERSION}"
+        f"testbed/images/workloads.py {BUILD_VERSION}: gcc -Os -static build/pause/linux/pause.c of "
+        f"{KUBE_MODULE}@{KUBE_VERSION}"
     )
     write_archive(work / "image.tar", layer, pause_config(), (PAUSE,), history)
     (work / "layer.tar.gz").unlink()
@@ -686,64 +439,19 @@ def _build_pause(work: Path) -> str:
     return version
 
 
-@contextmanager
-def _locked(lock_path: Path, name: str) -> Iterator[None]:
-    with lock_path.open("w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _say(f"{name}: another process is building it; waiting")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def _cached(name: str, key: str, build: Callable[[Path], str]) -> Path:
-    """``<cache>/<name>-<key>/image.tar``, built by ``build`` into a temporary folder first if it is not there."""
-    root = cache_root()
-    final = root / f"{name}-{key}"
-    archive = final / "image.tar"
-    if archive.is_file():
-        _say(f"{name} cached: {archive}")
-        return archive
-    root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f"{name}-{key}.lock", name):
-        if archive.is_file():
-            _say(f"{name} built by another process: {archive}")
-            return archive
-        work = root / f"{name}-{key}.tmp"
-        shutil.rmtree(work, ignore_errors=True)  # what a killed build left (its lock is ours now)
-        shutil.rmtree(final, ignore_errors=True)
-        work.mkdir()
-        started = time.monotonic()
-        try:
-            detail = build(work)
-            work.rename(final)
-        except ImageBuildError as error:
-            kept = root / f"{name}-{key}.failed.log"
-            if (work / "build.log").is_file():
-                (work / "build.log").replace(kept)
-                raise ImageBuildError(f"{error}\n(whole log: {kept})") from error
-            raise
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        megabytes = archive.stat().st_size / 1e6
-        _say(f"{name} built in {time.monotonic() - started:.0f}s ({megabytes:.1f} MB; {detail}): {archive}")
-    return archive
-
-
 def build_images() -> ImageSet:
     """The five archives, from the cache or built now (minutes cold; a no-op when cached)."""
     recipes = recipes_dir()
 
     def debian(image: DebianImage) -> Path:
-        return _cached(image.name, image_key(image, recipes), lambda work: _build_debian(image, recipes, work))
+        return cached(image.name, image_key(image, recipes), lambda work: _build_debian(image, recipes, work))
 
     return ImageSet(
         postgres=debian(POSTGRES_IMAGE),
         redis=debian(REDIS_IMAGE),
         mariadb=debian(MARIADB_IMAGE),
         memcached=debian(MEMCACHED_IMAGE),
-        pause=_cached("pause", pause_key(), _build_pause),
+        pause=cached("pause", pause_key(), _build_pause),
     )
 
 
@@ -752,7 +460,7 @@ def main() -> int:
     try:
         images = build_images()
     except ImageBuildError as error:
-        _say(str(error))
+        say(str(error))
         return 1
     for path in images.archives:
         print(path)

@@ -1,6 +1,6 @@
-"""Namespaces of its own for a real node, so a run never touches the host it runs on.
+"""Real stack: namespaces of its own for a real node, so a run never touches the host it runs on.
 
-``python -m testbed.sandbox -- COMMAND...`` runs COMMAND (the data tier's pytest)
+``python -m testbed.real.sandbox -- COMMAND...`` runs COMMAND (the data tier's pytest)
 as the only child of a fresh PID, network and mount namespace: its own loopback,
 its own bridge and iptables rules, and private mounts over the paths that
 containerd, the CNI plugins and the kubelet write whatever their configuration
@@ -187,7 +187,7 @@ def run(command: list[str]) -> int:
         # Killed with this process, and the namespaces' first process with it (so every process in them).
         unshare = ["unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--net", "--mount", "--propagation", "private"]
         unshare.append("--mount-proc")
-        inner = [sys.executable, "-m", "testbed.sandbox", "--init", name, str(directory), "--", *command]
+        inner = [sys.executable, "-m", "testbed.real.sandbox", "--init", name, str(directory), "--", *command]
         process = subprocess.Popen([*unshare, *inner], preexec_fn=_die_with_parent)
         try:
             return process.wait()
@@ -269,7 +269,7 @@ def main(argv: list[str]) -> int:
             return init(name, Path(directory), command)
         command = argv[1:] if argv[:1] == ["--"] else argv
         if not command:
-            print("usage: python -m testbed.sandbox -- COMMAND [ARGS...]", file=sys.stderr)
+            print("usage: python -m testbed.real.sandbox -- COMMAND [ARGS...]", file=sys.stderr)
             return 2
         return run(command)
     except SandboxError as error:

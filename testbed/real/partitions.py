@@ -1,4 +1,4 @@
-"""A partitioned install as data: which CompositeController and which Metacontroller serve each partition.
+"""Real stack: a partitioned install as data, which CompositeController and Metacontroller serve each partition.
 
 Rendered with ``kubectl kustomize`` from an overlay plus ``components/partitions-<N>``,
 so the tests and the fleet benchmark start exactly what a user applies: each
@@ -25,7 +25,7 @@ Obj = dict[str, Any]
 
 LABEL = "mygroup.example.com/partition"
 FIRST = "p0"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "metacontroller"
 COMPONENTS = DEPLOY / "components"
 TARGET_FLAG = "--target-label-selector="

@@ -1,8 +1,8 @@
-"""One real node: containerd and runc, a CNI bridge, the kubelet and kube-proxy, in namespaces of its own.
+"""Real stack: one real node, containerd and runc, a CNI bridge, the kubelet and kube-proxy, in namespaces of its own.
 
-Several of them make a cluster (``testbed/cluster.py``), joined as kind joins its
+Several of them make a cluster (``testbed/real/cluster.py``), joined as kind joins its
 node containers. Each node lives in network, mount and UTS namespaces of its own
-(``testbed/nodehost.py``), inside ``testbed.sandbox``'s: its own address on the
+(``testbed/real/nodehost.py``), inside ``testbed.real.sandbox``'s: its own address on the
 cluster's bridge, its own iptables, ``/run``, ``/var/log`` and ``/var/lib``. Every
 program is a process of the stack, started with the control plane's ``spawn``
 through ``nsenter`` (its log beside the others, killed with the test session):
@@ -35,8 +35,9 @@ from typing import Any
 import httpx
 import yaml
 
-from testbed import images, nodehost, sandbox
-from testbed.controlplane import ControlPlane, ControlPlaneError
+from testbed.images import workloads
+from testbed.real import nodehost, sandbox
+from testbed.real.controlplane import ControlPlane, ControlPlaneError
 
 CLUSTER_DOMAIN = "cluster.local"
 CLUSTER_CIDR = "10.244.0.0/16"
@@ -101,7 +102,7 @@ class RealNode:
     containers with the sandbox's PID namespace, its images and volumes with the run's directory."""
 
     plane: ControlPlane
-    image_set: images.ImageSet
+    image_set: workloads.ImageSet
     spec: NodeSpec
     dns: str = CLUSTER_GATEWAY
     peers: tuple[NodeSpec, ...] = ()
@@ -113,7 +114,7 @@ class RealNode:
         if not sandbox.inside():
             raise ControlPlaneError(
                 "a real node runs only inside its own namespaces: "
-                "python -m testbed.sandbox -- python -m pytest -m data (make data does this)"
+                "python -m testbed.real.sandbox -- python -m pytest -m data (make data does this)"
             )
         self.name = self.spec.name
         self.root = self.plane.root / self.name
@@ -179,11 +180,11 @@ class RealNode:
                 "--",
                 sys.executable,
                 "-m",
-                "testbed.nodehost",
+                "testbed.real.nodehost",
                 self.name,
                 str(self.root),
             ],
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         )
         self.holder_pid = process.pid
         ready = self.root / nodehost.READY_FILE
@@ -292,7 +293,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   path = "{self.root / "containerd" / "opt"}"
 
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{images.PAUSE}"
+  sandbox_image = "{workloads.PAUSE}"
   restrict_oom_score_adj = true
   enable_cdi = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -345,7 +346,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         for archive in (*self.image_set.archives, *self.extra_archives):
             self.ctr("images", "import", "--no-unpack", str(archive))
         listed = self.ctr("images", "ls", "-q")
-        names = (*images.POSTGRES_IMAGE.refs, *images.REDIS_IMAGE.refs, images.MARIADB, images.MEMCACHED, images.PAUSE)
+        names = (
+            *workloads.POSTGRES_IMAGE.refs,
+            *workloads.REDIS_IMAGE.refs,
+            workloads.MARIADB,
+            workloads.MEMCACHED,
+            workloads.PAUSE,
+        )
         missing = [name for name in names if name not in listed.split()]
         if missing:
             raise ControlPlaneError(f"images not in containerd after import: {missing}")

@@ -54,7 +54,7 @@ PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 # The persistent-volume controller writes both when it hands a claim to an external provisioner.
 STORAGE_PROVISIONER = ("volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner")
-log = logging.getLogger("testbed.node")
+log = logging.getLogger("testbed.standins.node")
 
 
 def now_rfc3339() -> str:

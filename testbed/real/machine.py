@@ -1,11 +1,11 @@
-"""Real parts' prerequisites: what ``make test`` needs of the machine, checked in seconds before any build.
+"""Real stack: its prerequisites, what ``make test`` needs of the machine, checked in seconds before any build.
 
 Every tier below depends on something the repository cannot carry: toolchains, Debian packages,
 root, kernel features, a cgroup layout its container runtime accepts, and ``../shared`` beside the
 clone. Each missing piece is one line saying what and how to get it, so a fresh machine learns it
 at once, not after eleven minutes of builds. Standard library only: it runs before the venv exists.
 
-``python -m testbed.machine`` checks everything; ``--debian-packages`` prints only the Debian
+``python -m testbed.real.machine`` checks everything; ``--debian-packages`` prints only the Debian
 packages still to install (what ``.ci/run`` hands to apt-get).
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GO_MINIMUM = (1, 26, 4)
 PYTHON_MINIMUM = (3, 11)
@@ -263,7 +263,7 @@ def main(argv: list[str]) -> int:
         print(" ".join(missing_packages()))
         return 0
     if argv:
-        print("usage: python -m testbed.machine [--debian-packages]", file=sys.stderr)
+        print("usage: python -m testbed.real.machine [--debian-packages]", file=sys.stderr)
         return 2
     cgroups, found = check()
     for missing in found:

@@ -1,4 +1,4 @@
-"""``python -m testbed.canned``: a hook server that gives the same recorded answer to every call.
+"""Stand-in: ``python -m testbed.standins.canned``, a hook server that gives one recorded answer to every call.
 
 It lets a test put an answer of its choosing in front of the real Metacontroller
 (for instance one a real Metacontroller once got, changed in one field) and watch
