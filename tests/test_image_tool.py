@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tools.image.__main__ import ROOT, default_base, pip_ca_bundle
-from tools.image.builders import Builder, ImageConfig, NoBuilderError, find_builder
+from tools.image.builders import Builder, ImageConfig, NoBuilderError, find_builder, ulimits_below_own
 from tools.image.checks import PROBE, probe_checks
 from tools.image.chroot import Launch, command, user_ids
 
@@ -177,3 +177,16 @@ def test_buildah_saves_one_name_and_says_so_for_more() -> None:
     assert Builder("buildah").save(["a:1"], archive) == ["buildah", "push", "a:1", "docker-archive:/out/hooks.tar:a:1"]
     with pytest.raises(NoBuilderError, match="one name per archive"):
         Builder("buildah").save(["a:1", "a:2"], archive)
+
+
+def test_podman_runs_the_image_with_limits_below_its_callers_own() -> None:
+    """Without CAP_SYS_RESOURCE the runtime cannot set podman's default of 1048576 open files."""
+    run = find_builder({}, on_path("podman", "runc").get, bool).run("img", "check", 8080)
+    limits = [run[i + 1] for i, arg in enumerate(run) if arg == "--ulimit"]
+    assert [limit.split("=")[0] for limit in limits] == ["nofile", "nproc"]
+    assert ulimits_below_own(lambda _which: (100, 100)) == ("--ulimit", "nofile=50:50", "--ulimit", "nproc=50:50")
+
+
+def test_limits_given_in_image_run_args_replace_the_defaults() -> None:
+    run = find_builder({"IMAGE_RUN_ARGS": "--ulimit nofile=64:64"}, on_path("podman").get, bool).run("i", "c", 1)
+    assert run.count("--ulimit") == 1

@@ -1,12 +1,13 @@
 """``python -m tools.suite`` (``make test``): every tier, each starting once the builds it needs are done.
 
 On 2 cores, a first run spends half its time building (Go's compiles, Debian's images) and the
-end-to-end tier spends most of its time waiting, so the phases run in four lanes side by side:
+end-to-end tier spends most of its time waiting, so the phases run in five lanes side by side:
 
 - ``builds``: the test stack's binaries, then the nodes' (Go, at a lower CPU priority);
 - ``images``: the test and product images (mmdebstrap, lower priority), the guide, ``make image``;
-- ``tests``: lint, the fast tier, the cluster tier, the end-to-end tests on the shared stack, then
-  the data and installed tiers on real nodes (alone at the end, as they are soaked);
+- ``unit``: lint and the fast tier (every test that needs no API server), one core's work;
+- ``tests``: the cluster tier, the end-to-end tests on the shared stack, then the data and installed
+  tiers on real nodes (alone at the end, as they are soaked);
 - ``own-stacks``: the end-to-end files that start stacks of their own (``OWN_STACKS``).
 
 Each phase's output is kept in ``.evidence/suite/``; the test lane's also streams as it comes. The
@@ -84,12 +85,12 @@ PHASES = (
     Phase("product-images", (PYTHON, "-m", "testbed.images.product"), "images", nice=19),
     Phase("docs", ("make", "--no-print-directory", "docs"), "images"),
     Phase("image", ("make", "--no-print-directory", "image"), "images"),
-    Phase("lint", ("make", "--no-print-directory", "lint"), "tests"),
-    pytest_phase("fast", FAST),
+    Phase("lint", ("make", "--no-print-directory", "lint"), "unit"),
+    pytest_phase("fast", FAST, lane="unit"),
     pytest_phase("cluster", "cluster", needs=("testbin",)),
     pytest_phase("e2e", "e2e", *(f"--ignore={path}" for path in OWN_STACKS), needs=("testbin",)),
     pytest_phase("e2e-own-stacks", "e2e", *OWN_STACKS, lane="own-stacks", needs=("testbin",)),
-    pytest_phase("data", "data", needs=NODE, after=("e2e-own-stacks",), sandboxed=True),
+    pytest_phase("data", "data", needs=NODE, after=("fast", "e2e-own-stacks"), sandboxed=True),
     pytest_phase("installed", "installed", needs=NODE, sandboxed=True),
 )
 

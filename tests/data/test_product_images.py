@@ -9,7 +9,6 @@ without a network, its cgroups under the sandbox's, so the run leaves nothing be
 from __future__ import annotations
 
 import re
-import resource
 import shutil
 import subprocess
 import tempfile
@@ -23,21 +22,10 @@ from testbed.images import product
 from testbed.images.product import HOOKS_NAMES, MC_BINARY, METACONTROLLER
 from testbed.images.toolkit import ImageBuildError
 from testbed.real import machine, sandbox
+from tools.image.builders import ulimits_below_own
 
 pytestmark = pytest.mark.data
 NONROOT = "uid=65532(nonroot) gid=65532(nonroot) groups=65532(nonroot)"
-
-
-def limits() -> list[str]:
-    """Open files and processes below this process's own: without CAP_SYS_RESOURCE runc can set no
-    higher ones (podman's default of 1048576 open files fails), nor, here, even the same ones."""
-    wanted = {"nofile": (resource.RLIMIT_NOFILE, 1024), "nproc": (resource.RLIMIT_NPROC, 4096)}
-    found = []
-    for name, (which, most) in wanted.items():
-        soft, _ = resource.getrlimit(which)
-        value = most if soft == resource.RLIM_INFINITY else min(most, soft // 2)
-        found += ["--ulimit", f"{name}={value}:{value}"]
-    return found
 
 
 @dataclass(frozen=True)
@@ -74,7 +62,12 @@ class Podman:
     ) -> subprocess.CompletedProcess[str]:
         """The image's command (or ``command``) once, as the image's user, with no network and a read-only root."""
         where = ["--cgroup-parent", f"/{sandbox.run_name()}/podman"] if sandbox.inside() else []
-        options = [*where, *limits(), "--no-healthcheck", *(["--entrypoint", entrypoint] if entrypoint else [])]
+        options = [
+            *where,
+            *ulimits_below_own(),
+            "--no-healthcheck",
+            *(["--entrypoint", entrypoint] if entrypoint else []),
+        ]
         return self("run", "--rm", "--network", "none", "--read-only", *options, image, *command, check=check)
 
     def load(self, archive: Path) -> list[str]:

@@ -7,6 +7,7 @@ Only argument lists live here, so what each builder is asked to do can be read
 from __future__ import annotations
 
 import json
+import resource
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,6 +174,25 @@ class Builder:
         return [self.name, "rm", "--force", container]
 
 
+def ulimits_below_own(getrlimit: Callable[[int], tuple[int, int]] = resource.getrlimit) -> tuple[str, ...]:
+    """``--ulimit`` options below this process's own open files and processes: without CAP_SYS_RESOURCE the
+    runtime can set no higher ones (podman's default of 1048576 open files fails), on some machines not even
+    the same ones, so half of them, at most 1024 files and 4096 processes."""
+    wanted = {"nofile": (resource.RLIMIT_NOFILE, 1024), "nproc": (resource.RLIMIT_NPROC, 4096)}
+    found: list[str] = []
+    for name, (which, most) in wanted.items():
+        soft, _ = getrlimit(which)
+        value = most if soft == resource.RLIM_INFINITY else min(most, soft // 2)
+        found += ["--ulimit", f"{name}={value}:{value}"]
+    return tuple(found)
+
+
+def _podman(run_args: tuple[str, ...], which: Callable[[str], str | None]) -> Builder:
+    """podman with runc where it is installed, and limits it can set unless ``IMAGE_RUN_ARGS`` gives its own."""
+    limits = () if any(arg.startswith("--ulimit") for arg in run_args) else ulimits_below_own()
+    return Builder("podman", (*limits, *run_args), runtime="runc" if which("runc") is not None else None)
+
+
 def find_builder(
     env: Mapping[str, str], which: Callable[[str], str | None], docker_engine_up: Callable[[], bool]
 ) -> Builder:
@@ -184,12 +204,11 @@ def find_builder(
             raise NoBuilderError(f"BUILDER={wanted}: expected one of {', '.join(NAMES)}")
         if which(wanted) is None:
             raise NoBuilderError(f"BUILDER={wanted}, but {wanted} is not on PATH")
-        runc = wanted == "podman" and which("runc") is not None
-        return Builder(wanted, run_args, runtime="runc" if runc else None)
+        return _podman(run_args, which) if wanted == "podman" else Builder(wanted, run_args)
     if which("docker") is not None and docker_engine_up():
         return Builder("docker", run_args)
     if which("podman") is not None:
-        return Builder("podman", run_args, runtime="runc" if which("runc") is not None else None)
+        return _podman(run_args, which)
     if which("buildah") is not None:
         return Builder("buildah", run_args)
     client_only = " (docker is installed, but no engine answers)" if which("docker") else ""
