@@ -19,7 +19,7 @@ SOAK_DATA ?= all
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: run render test machine unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
+.PHONY: help run render test machine unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -29,6 +29,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 	touch $@
 	@echo "venv: ready" >&2
 
+## Create .venv from the pinned requirements*.txt (the other targets do it when needed).
 venv: $(BIN)/.installed
 
 # The docs site's own venv (MkDocs and its theme, pinned), apart from the hooks' one.
@@ -37,6 +38,10 @@ $(DOCS_BIN)/.installed: requirements-docs.txt
 	$(PYTHON) -m venv $(DOCS_VENV)
 	$(DOCS_BIN)/pip install --disable-pip-version-check -r requirements-docs.txt
 	touch $@
+
+## Each target with its comment (the `##` lines above it).
+help:
+	@awk '/^## /{d = d (d ? " " : "") substr($$0, 4); next} /^[A-Z_]+ *[:?]?=/{next} /^[a-z][a-z0-9-]*:/{if (d) {split($$0, t, ":"); printf "  %-15s %s\n", t[1], d}} {d = ""}' $(firstword $(MAKEFILE_LIST))
 
 ## Serve the hooks on http://127.0.0.1:$(PORT) (POST /sync, /finalize, /customize).
 run: venv
@@ -47,7 +52,8 @@ render: venv
 	@test -n "$(FILE)" || { echo "usage: make render FILE=examples/sharddb.yaml [STAGE=new|ready|available|deleting]" >&2; exit 2; }
 	@$(BIN)/python -m hooks render "$(FILE)" --stage "$(STAGE)"
 
-## Build (once, cached outside the repo) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, metacontroller.
+## Build (once, cached outside the repo) the test stack's seven binaries: etcd, kube-apiserver, kube-controller-manager,
+## kube-scheduler, the kubelet, kube-proxy and Metacontroller.
 testbin:
 	@bash testbed/real/build-binaries.sh >/dev/null
 
@@ -110,6 +116,7 @@ docs: venv $(DOCS_BIN)/.installed
 api-reference: venv
 	$(BIN)/python -m tools.api_reference
 
+## ruff's checks and format, and mypy --strict, over every Python folder.
 lint: venv
 	$(BIN)/ruff check hooks tests bench tools testbed
 	$(BIN)/ruff format --check hooks tests bench tools testbed
@@ -121,6 +128,7 @@ lint: venv
 image: venv
 	$(BIN)/python -m tools.image --tag "$(IMAGE)" $(if $(PYTHON_IMAGE),--base "$(PYTHON_IMAGE)") $(if $(SAVE),--save "$(SAVE)")
 
+## The hook benchmark: POST /sync against a floor of the same framework, by shard count (docs/reliability/performance.md).
 bench: venv
 	$(BIN)/python -m bench
 
@@ -142,5 +150,6 @@ bench-latency: venv testbin
 chaos: venv testbin
 	$(BIN)/python -m bench.chaos --fleet $(CHAOS_FLEET)
 
+## Remove the venvs, the built guide and the caches of the tools (not the test stack cached outside the repo).
 clean:
 	rm -rf $(VENV) $(DOCS_VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis
