@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import ssl
 import tempfile
 import time
 from collections import Counter
@@ -27,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from testbed.real.audit import tally
@@ -136,12 +134,7 @@ class Fleet:
     def __init__(self, stack: Stack, namespace: str, documents: list[Obj], partitions: int) -> None:
         plane = stack.control_plane
         self.stack, self.namespace, self.partitions = stack, namespace, partitions
-        self.http = httpx.Client(
-            base_url=plane.url,
-            headers={"Authorization": f"Bearer {plane.token}"},
-            verify=ssl.create_default_context(cafile=str(plane.ca_file)),
-            timeout=30.0,
-        )
+        self.http = plane.client(timeout=30.0)
         self.base = f"/apis/mygroup.example.com/v1alpha1/namespaces/{namespace}/sharddbs"
         self._post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         self.spec: Obj = {}

@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -31,7 +30,7 @@ import httpx
 import yaml
 
 from testbed.images import workloads
-from testbed.real import cluster, partitions
+from testbed.real import cluster, kubectl, partitions
 from testbed.real.audit import AuditLog, Write
 from testbed.real.cluster import Cluster
 from testbed.real.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
@@ -276,14 +275,8 @@ class Stack:
             self.plane = None
 
     def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["kubectl", f"--kubeconfig={self.control_plane.kubeconfig}", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        """kubectl as the admin; the caller checks ``returncode``."""
+        return self.control_plane.kubectl().run(*args, stdin=stdin)
 
     def _must(self, *args: str, stdin: str | None = None) -> str:
         result = self.kubectl(*args, stdin=stdin)
@@ -527,7 +520,7 @@ def _shipped(budget: Instance, partition: partitions.Partition) -> Instance:
 @contextlib.contextmanager
 def running(options: StackOptions | None = None) -> Iterator[Stack]:
     """A started stack for the length of the block."""
-    if shutil.which("kubectl") is None:
+    if kubectl.found() is None:
         raise ControlPlaneError("kubectl is required on PATH (kustomize rendering and CRD installation)")
     stack = Stack(options)
     stack.start()

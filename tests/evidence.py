@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from testbed.real.evidence import FILE_BYTES, keep_logs, logs
+from testbed.real.kubectl import Kubectl
 
 FOLDER = ".evidence"
 FAILURES_KEPT = 10
@@ -75,9 +76,8 @@ def kubectl_dump(kubeconfig: Path) -> Dump:
         scopes = [["-n", namespace] for namespace in namespaces] or [["--all-namespaces"]]
         parts = []
         for what, scope in [*((NAMESPACED, scope) for scope in scopes), (CLUSTER_WIDE, [])]:
-            command = ["kubectl", f"--kubeconfig={kubeconfig}", "get", what, *scope, "-o", "yaml"]
             try:
-                result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+                result = Kubectl(kubeconfig).run("get", what, *scope, "-o", "yaml", timeout=60)
                 said = result.stdout if result.returncode == 0 else f"# kubectl failed: {result.stderr.strip()}\n"
             except (OSError, subprocess.TimeoutExpired) as error:
                 said = f"# kubectl failed: {error}\n"

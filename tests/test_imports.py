@@ -2,7 +2,9 @@
 
 What the tests and the benchmarks share (the Metacontroller model, the stand-in
 world, the loopback launcher, the control plane) lives in ``testbed/``. Imports
-are read from the source with ``ast``, so one inside a function counts too.
+are read from the source with ``ast``, so one inside a function counts too. The
+same reading holds the API server to one client (``testbed/real/apiclient.py``) and
+kubectl to one wrapper (``testbed/real/kubectl.py``): a new copy of either fails here.
 """
 
 from __future__ import annotations
@@ -102,7 +104,9 @@ def test_no_import_runs_back_up_the_tree(package: str) -> None:
 
 # The testbed's own floors: images, models and stand-ins stand alone; the real stack runs the images;
 # the fault tooling works on an assembled stack (``testbed/stack.py``, which imports every other folder).
+# The client of the API server and the kubectl wrapper import nothing of the testbed; every floor may use them.
 TESTBED_BELOW = {"images": (), "models": (), "standins": (), "real": ("images",), "faults": ("real", "stack")}
+EVERY_FLOOR = frozenset({"testbed.real.apiclient", "testbed.real.kubectl"})
 
 
 def test_every_testbed_folder_is_a_package_that_says_what_it_holds() -> None:
@@ -121,6 +125,144 @@ def test_no_testbed_import_runs_back_up_its_floors(folder: str) -> None:
         f"{path.relative_to(ROOT)}:{line}: {name}"
         for path in sorted((ROOT / "testbed" / folder).rglob("*.py"))
         for line, name in imports(path.read_text(), package_of(path))
-        if name.startswith("testbed.") and name.split(".")[1] not in allowed
+        if name.startswith("testbed.") and name.split(".")[1] not in allowed and name not in EVERY_FLOOR
     ]
     assert not found, f"testbed/{folder}/ imports from a floor above it:\n" + "\n".join(found)
+
+
+# --- one client of the API server, one kubectl ---------------------------------------------------------------
+
+# Where every test, benchmark, tool and testbed module talks to the test API server from; nowhere else.
+API_CLIENT = ROOT / "testbed" / "real" / "apiclient.py"
+KUBECTL = ROOT / "testbed" / "real" / "kubectl.py"
+SOURCES = ("testbed", "tests", "bench", "tools")
+TLS_CONTEXTS = frozenset({"create_default_context", "SSLContext", "load_verify_locations"})
+
+
+def sources() -> list[Path]:
+    return sorted(path for package in SOURCES for path in (ROOT / package).rglob("*.py"))
+
+
+def names_the_api_servers_ca(tree: ast.AST) -> bool:
+    """The module handles the control plane's ``ca_file``: it means the API server when it opens a connection."""
+    return any(
+        (isinstance(node, ast.Attribute) and node.attr == "ca_file")
+        or (isinstance(node, ast.Name) and node.id == "ca_file")
+        or (isinstance(node, ast.arg) and node.arg == "ca_file")
+        for node in ast.walk(tree)
+    )
+
+
+def own_connections(source: str) -> Iterator[int]:
+    """Lines where a module that names the API server's CA sets up TLS or a bearer token itself.
+
+    A connection to the API server needs both (its certificate is its own CA's, every client has a
+    token), so a copy of the client cannot do without them; a module that only passes ``ca_file`` on
+    to ``ApiClient`` does neither.
+    """
+    tree = ast.parse(source)
+    if not names_the_api_servers_ca(tree):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            function = node.func
+            called = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+            if called in TLS_CONTEXTS or any(keyword.arg in ("verify", "cafile") for keyword in node.keywords):
+                yield node.lineno
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("Bearer "):
+            yield node.lineno
+
+
+def starts_with_kubectl(first: ast.expr) -> bool:
+    """``"kubectl"``, a name for its path (``kubectl``, ``_kubectl``), or a call that finds it."""
+    if isinstance(first, ast.Constant):
+        return first.value == "kubectl"
+    if isinstance(first, ast.Name):
+        return "kubectl" in first.id
+    if isinstance(first, ast.Call):
+        called = first.func.attr if isinstance(first.func, ast.Attribute) else getattr(first.func, "id", "")
+        return "kubectl" in called or any(isinstance(a, ast.Constant) and a.value == "kubectl" for a in first.args)
+    return False
+
+
+def kubectl_commands(source: str) -> Iterator[int]:
+    """Lines with a command line that starts with kubectl (``["kubectl", …]``, ``[kubectl, …]``, ``[which(…), …]``);
+    a list compared with another (a runbook's words) is no command."""
+    tree = ast.parse(source)
+    compared = {
+        id(node) for compare in ast.walk(tree) if isinstance(compare, ast.Compare) for node in ast.walk(compare)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List) and node.elts and id(node) not in compared and starts_with_kubectl(node.elts[0]):
+            yield node.lineno
+
+
+def test_only_the_api_client_connects_to_the_api_server() -> None:
+    """``testbed/real/apiclient.py`` is the one client of the API server; a new copy fails here."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sources()
+        if path != API_CLIENT
+        for line in own_connections(path.read_text())
+    ]
+    assert not found, "these connect to the API server themselves; use testbed.real.apiclient:\n" + "\n".join(found)
+    assert list(own_connections(API_CLIENT.read_text())), "the check no longer sees the client itself"
+
+
+def test_only_the_wrapper_runs_kubectl() -> None:
+    """``testbed/real/kubectl.py`` is the one place kubectl is started from; a new wrapper fails here."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sources()
+        if path != KUBECTL
+        for line in kubectl_commands(path.read_text())
+    ]
+    assert not found, "these run kubectl themselves; use testbed.real.kubectl:\n" + "\n".join(found)
+    assert list(kubectl_commands(KUBECTL.read_text())), "the check no longer sees the wrapper itself"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # The copies there were, each its own client of the API server.
+        (
+            "def f(plane):\n"
+            "    return httpx.Client(base_url=plane.url,\n"
+            "        verify=ssl.create_default_context(cafile=str(plane.ca_file)))\n",
+            [2, 3],
+        ),
+        ("def f(url, token, ca_file):\n    return {'Authorization': f'Bearer {token}'}\n", [2]),
+        ("def f(ca_file):\n    return 'Bearer ' + token\n", [2]),
+        ("def f(plane):\n    assert plane.ca_file\n    return httpx.get(plane.url, verify=False)\n", [3]),
+        # Handing the CA on to the client, or TLS to another server altogether, is no copy.
+        ("def f(url, token, ca_file):\n    return ApiClient(url, token, ca_file, timeout=30.0)\n", []),
+        ("def f(pki):\n    return httpx.Client(verify=ssl.create_default_context(cafile=pki.ca))\n", []),
+    ],
+)
+def test_the_connection_check_sees_a_copy_of_the_client(source: str, expected: list[int]) -> None:
+    assert sorted(own_connections(source)) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("subprocess.run(['kubectl', f'--kubeconfig={k}', *args], check=False)\n", [1]),
+        ("kubectl = shutil.which('kubectl')\nsubprocess.run([kubectl, 'kustomize', t])\n", [2]),
+        ("subprocess.run([shutil.which('kubectl'), 'get', 'pods'])\n", [1]),
+        ("subprocess.Popen(args=['kubectl', 'proxy'])\n", [1]),
+        ("command = ['kubectl', 'get', what]\nsubprocess.run(command)\n", [1]),
+        ("subprocess.run([_kubectl(), 'kustomize', str(target)])\n", [1]),
+        ("Kubectl(kubeconfig).run('get', 'pods')\n", []),
+        ("ok = words[:1] == ['kubectl']\n", []),
+        ("subprocess.run(['go', 'env', 'GOVERSION'])\n", []),
+    ],
+)
+def test_the_kubectl_check_sees_a_wrapper_of_its_own(source: str, expected: list[int]) -> None:
+    assert list(kubectl_commands(source)) == expected
+
+
+@pytest.mark.parametrize("module", sorted(EVERY_FLOOR))
+def test_the_clients_every_floor_may_use_import_nothing_of_the_testbed(module: str) -> None:
+    path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    found = [name for _, name in imports(path.read_text(), package_of(path)) if name.split(".")[0] in PACKAGES]
+    assert not found, f"{module} imports {found}: it would pull a floor above into the stand-ins"

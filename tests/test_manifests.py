@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from functools import cache
@@ -31,6 +29,7 @@ from hooks.service.app import create_app
 from hooks.service.settings import Settings
 from hooks.spec import ShardDBSpec
 from testbed.models.world import World
+from testbed.real import kubectl
 
 from .hook import at
 
@@ -99,17 +98,10 @@ def partition_count(target: Path) -> int:
 # --- rendering -------------------------------------------------------------
 
 
-def _kubectl() -> str:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (with its built-in kustomize) is required to render metacontroller/"
-    return kubectl
-
-
 @cache
 def _render(target: Path) -> tuple[Obj, ...]:
-    done = subprocess.run(
-        [_kubectl(), "kustomize", str(target)], capture_output=True, text=True, check=False, timeout=60
-    )
+    assert kubectl.found(), "kubectl (with its built-in kustomize) is required to render metacontroller/"
+    done = kubectl.Kubectl().run("kustomize", str(target), timeout=60)
     assert done.returncode == 0, f"kubectl kustomize {target.relative_to(REPO)} failed:\n{done.stderr}"
     return tuple(doc for doc in yaml.safe_load_all(done.stdout) if doc)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,12 +301,7 @@ def main() -> int:
         print(f"crd_schema: {error}", file=sys.stderr)
         return 1
     try:
-        with httpx.Client(
-            base_url=plane.url,
-            headers={"Authorization": f"Bearer {plane.token}"},
-            verify=ssl.create_default_context(cafile=str(plane.ca_file)),
-            timeout=30.0,
-        ) as client:
+        with plane.client(timeout=30.0) as client:
             openapi, version = fetch(client)
     finally:
         plane.stop()

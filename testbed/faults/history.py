@@ -11,8 +11,6 @@ meanwhile (a relist can miss an intermediate state, never a final one).
 from __future__ import annotations
 
 import contextlib
-import json
-import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from testbed.real.apiclient import ApiClient, events
 
 Obj = dict[str, Any]
 
@@ -97,12 +97,8 @@ class History:
     """Watches ``WATCHED`` from ``start()`` to ``stop()``; ``changes()`` is the record so far, in revision order."""
 
     def __init__(self, url: str, token: str, ca_file: Path) -> None:
-        self._client = httpx.Client(
-            base_url=url,
-            headers={"Authorization": f"Bearer {token}"},
-            verify=ssl.create_default_context(cafile=str(ca_file)),
-            timeout=httpx.Timeout(10.0, read=60.0),
-        )
+        # A watch's read waits out its 50 s server-side timeout; a connect or a write that hangs is an outage.
+        self._client = ApiClient(url, token, ca_file, timeout=httpx.Timeout(10.0, read=60.0))
         self._changes: list[Change] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -183,12 +179,9 @@ class History:
             if response.status_code == 410:
                 return ""
             response.raise_for_status()
-            for line in response.iter_lines():
+            for event in events(response):
                 if self._stop.is_set():
                     break
-                if not line:
-                    continue
-                event = json.loads(line)
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     return "" if obj.get("code") == 410 else revision

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,8 @@ from pathlib import Path
 
 import httpx
 
+from testbed.real.apiclient import ApiClient, Obj
+from testbed.real.kubectl import Kubectl
 from testbed.real.server import free_port, spawn
 
 HERE = Path(__file__).resolve().parent
@@ -305,12 +306,8 @@ class ControlPlane:
                     raise ControlPlaneError(f"{name} exited ({process.returncode}):\n{self._tail()}")
             if self.ca_file.exists():
                 try:
-                    response = httpx.get(
-                        f"{self.url}/readyz",
-                        headers={"Authorization": f"Bearer {self.token}"},
-                        verify=ssl.create_default_context(cafile=str(self.ca_file)),
-                        timeout=2.0,
-                    )
+                    with self.client(timeout=2.0) as client:
+                        response = client.get("/readyz")
                     if response.status_code == 200:
                         return
                     last = f"{response.status_code}: {response.text[-500:]}"
@@ -326,30 +323,24 @@ class ControlPlane:
             out.append(f"--- {log.name}\n" + "\n".join(text))
         return "\n".join(out)
 
-    def get(self, path: str) -> dict[str, object] | None:
+    def client(self, user: str | None = None, *, timeout: float | httpx.Timeout = 30.0) -> ApiClient:
+        """REST to this API server as ``user`` (a declared identity), or as the admin; the caller closes it."""
+        token = self.token if user is None else self.identities[user][0]
+        return ApiClient(self.url, token, self.ca_file, timeout=timeout)
+
+    def kubectl(self, user: str | None = None) -> Kubectl:
+        """kubectl against this API server as ``user`` (a declared identity), or as the admin."""
+        return Kubectl(self.kubeconfig if user is None else self.kubeconfig_for(user))
+
+    def get(self, path: str) -> Obj | None:
         """One object as the admin reads it, or None when the API server says 404."""
-        response = httpx.get(
-            f"{self.url}{path}",
-            headers={"Authorization": f"Bearer {self.token}"},
-            verify=ssl.create_default_context(cafile=str(self.ca_file)),
-            timeout=10.0,
-        )
-        if response.status_code == 404:
-            return None
-        response.raise_for_status()
-        result: dict[str, object] = response.json()
-        return result
+        with self.client(timeout=10.0) as client:
+            return client.read(path)
 
     def apply(self, objects: list[dict[str, object]]) -> None:
         """Server-side apply as the admin; a refusal is an error with kubectl's words."""
-        result = subprocess.run(
-            ["kubectl", f"--kubeconfig={self.kubeconfig}", "apply", "--server-side", "-f", "-"],
-            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        result = self.kubectl().run("apply", "--server-side", "-f", "-", stdin=listed)
         if result.returncode != 0:
             raise ControlPlaneError(f"kubectl apply failed:\n{result.stderr}")
 

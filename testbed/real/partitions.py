@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from testbed.real.kubectl import Kubectl
 
 Obj = dict[str, Any]
 
@@ -54,14 +54,8 @@ def component(count: int) -> Path:
 
 
 def kustomize(target: Path) -> list[Obj]:
-    """``kubectl kustomize`` of a directory, as objects."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        raise RuntimeError("kubectl (with its built-in kustomize) is required to render metacontroller/")
-    done = subprocess.run([kubectl, "kustomize", str(target)], capture_output=True, text=True, timeout=60, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"kubectl kustomize {target} failed:\n{done.stderr}")
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    """``kubectl kustomize`` of a directory, as objects; kubectl missing or refusing raises ``KubectlError``."""
+    return [doc for doc in yaml.safe_load_all(Kubectl().kustomize(target)) if doc]
 
 
 def render_objects(overlay: Path, count: int) -> list[Obj]:

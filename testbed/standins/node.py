@@ -35,7 +35,6 @@ import heapq
 import itertools
 import json
 import logging
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from testbed.real.apiclient import ApiClient, events
 
 Obj = dict[str, Any]
 NODE_NAME = "node-1"
@@ -92,14 +93,7 @@ class NodeAgent:
 
     def __init__(self, url: str, token: str, ca_file: Path, behaviour: Behaviour | None = None) -> None:
         self.behaviour = behaviour or Behaviour()
-        self.http = httpx.Client(
-            base_url=url,
-            headers={"Authorization": f"Bearer {token}"},
-            verify=ssl.create_default_context(cafile=str(ca_file)),
-            timeout=30.0,
-        )
-        self._ca_file = ca_file
-        self._url, self._token = url, token
+        self.http = ApiClient(url, token, ca_file, timeout=30.0)
         self._stop = threading.Event()
         self._lock = threading.Condition()
         self._queue: list[_Pending] = []
@@ -233,12 +227,9 @@ class NodeAgent:
                 version = listing["metadata"]["resourceVersion"]
                 watch = f"{path}{separator}watch=1&allowWatchBookmarks=true&timeoutSeconds=30&resourceVersion={version}"
                 with self.http.stream("GET", watch, timeout=httpx.Timeout(60.0, read=45.0)) as response:
-                    for line in response.iter_lines():
+                    for event in events(response):
                         if self._stop.is_set():
                             return
-                        if not line:
-                            continue
-                        event = json.loads(line)
                         if event["type"] == "ERROR":
                             break
                         if event["type"] != "BOOKMARK":

@@ -1,13 +1,13 @@
-"""A thin client of the test API server: REST through httpx, and kubectl for what users type.
+"""What the cluster tests ask of the test API server: paths for the kinds a ShardDB involves, and requests
+that hand back the raw response so a test can assert on refusals.
 
-Only what the cluster tests need: paths for the kinds a ShardDB involves, and
-requests that hand back the raw response so a test can assert on refusals.
+The connection is ``testbed.real.apiclient``'s and kubectl is ``testbed.real.kubectl``'s; this adds
+only the tests' vocabulary (kinds to paths, strict field validation, merge patches).
 """
 
 from __future__ import annotations
 
 import json
-import ssl
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 
 from hooks import kinds
+from testbed.real.apiclient import ApiClient
+from testbed.real.kubectl import Kubectl
 
 Obj = dict[str, Any]
 
@@ -62,12 +64,8 @@ class Kube:
     kubeconfig: Path
 
     def __post_init__(self) -> None:
-        self.http = httpx.Client(
-            base_url=self.url,
-            headers={"Authorization": f"Bearer {self.token}"},
-            verify=ssl.create_default_context(cafile=str(self.ca_file)),
-            timeout=30.0,
-        )
+        self.http = ApiClient(self.url, self.token, self.ca_file, timeout=30.0)
+        self._kubectl = Kubectl(self.kubeconfig)
 
     def close(self) -> None:
         self.http.close()
@@ -106,11 +104,4 @@ class Kube:
 
     def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         """Run kubectl against this server; the caller checks ``returncode``."""
-        return subprocess.run(
-            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return self._kubectl.run(*args, stdin=stdin)

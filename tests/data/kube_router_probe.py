@@ -43,14 +43,7 @@ POLICY: dict[str, Any] = {
 
 
 def kubectl(plane: ControlPlane, *args: str, body: object = None) -> None:
-    done = subprocess.run(
-        ["kubectl", f"--kubeconfig={plane.kubeconfig}", *args],
-        input=None if body is None else json.dumps(body),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = plane.kubectl().run(*args, stdin=None if body is None else json.dumps(body), timeout=60)
     if done.returncode != 0:
         raise ControlPlaneError(f"kubectl {' '.join(args[:3])}: {done.stderr.strip()}")
 

@@ -15,7 +15,6 @@ import copy
 import json
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -88,13 +87,7 @@ def drain(install: Install, node: str) -> float:
     """``kubectl drain`` as a person runs it, the writers left where they are; the seconds it took."""
     began = time.monotonic()
     command = ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", f"--pod-selector=!{LABEL},!{FLOOR}"]
-    result = subprocess.run(
-        ["kubectl", f"--kubeconfig={install.stack.control_plane.kubeconfig}", *command, "--timeout=300s"],
-        capture_output=True,
-        text=True,
-        timeout=330,
-        check=False,
-    )
+    result = install.stack.control_plane.kubectl().run(*command, "--timeout=300s", timeout=330)
     assert result.returncode == 0, f"kubectl drain {node} failed: {result.stderr.strip()}"
     return time.monotonic() - began
 
