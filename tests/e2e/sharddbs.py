@@ -6,7 +6,6 @@ asserts on what a user of the cluster would see.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from testbed.real.apiclient import events
 from tests.cluster.kube import Kube, collection, error_message, path
 
 Obj = dict[str, Any]
@@ -133,13 +133,11 @@ class ShardDBs:
             try:
                 with self.kube.http.stream("GET", url, params=params, timeout=timeout) as stream:
                     started.set()
-                    for line in stream.iter_lines():
+                    for event in events(stream):
                         if stop.is_set():
                             return
-                        if line:
-                            event = json.loads(line)
-                            if event["type"] in ("ADDED", "MODIFIED"):
-                                seen.append(event["object"])
+                        if event["type"] in ("ADDED", "MODIFIED"):
+                            seen.append(event["object"])
             except httpx.HTTPError:
                 if not stop.is_set():
                     raise
