@@ -13,18 +13,22 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 import yaml
+from fastapi.testclient import TestClient
 
+from hooks.service.app import create_app
+from testbed.models.world import World, bring_up, sharddb, tear_down
 from testbed.real import promtool
 from tools import monitoring
 
+from .hook import over_http
 from .prerequisites import Prerequisite
-from .test_docs import served_metrics
 from .test_manifests import DEPLOY, HOOK_NAMESPACE, HOOK_SERVICE, container, one, render, webhooks
 
 Obj = dict[str, Any]
@@ -39,6 +43,16 @@ PROMTOOL = Prerequisite("promtool", promtool.promtool, promtool.PromtoolMissingE
 
 def run_promtool(*args: str, cwd: Path = PROMETHEUS) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(PROMTOOL.get()), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@cache
+def served_metrics() -> str:
+    """What the hooks serve once one ShardDB is up and another finalized: every series the rules read."""
+    with TestClient(create_app()) as client:
+        bring_up(World(sharddb("shop")), over_http(client))
+        tear_down(World(sharddb("gone")), over_http(client))
+        text: str = client.get("/metrics").text
+        return text
 
 
 def rules() -> Iterator[Obj]:

@@ -99,6 +99,18 @@ def test_a_finalize_that_completes_drops_the_series(client: TestClient) -> None:
     assert [name for name in ("sharddb_available", "sharddb_last_sync_timestamp_seconds") if series(text, name)] == []
 
 
+def test_a_finalize_that_completes_leaves_the_time_it_did(client: TestClient, clock: ManualClock) -> None:
+    """Another replica may hold an older view of the ShardDB; the rules drop views older than this."""
+    tear_down(available_world(client), over_http(client))
+    assert series(scrape(client), "sharddb_finalized_timestamp_seconds") == {of("prod", "shop"): clock.now.timestamp()}
+
+
+def test_the_time_of_a_finalize_goes_after_the_ttl(client: TestClient, clock: ManualClock) -> None:
+    tear_down(available_world(client), over_http(client))
+    clock.advance(TTL + 1)
+    assert series(scrape(client), "sharddb_finalized_timestamp_seconds") == {}
+
+
 def test_a_finalize_in_progress_shows_the_draining_phase(client: TestClient) -> None:
     world = available_world(client)
     world.delete()

@@ -136,8 +136,11 @@ class ShardDBViews(Collector):
     A ShardDB's series go when a finalize answers ``finalized: true`` (Metacontroller then removes
     its finalizer and the ShardDB is gone), and when this replica has not synced it for
     ``ttl_seconds``: another replica serves it now, or it went without a finalize this replica
-    answered. So the series are bounded by the ShardDBs this replica served within the TTL, times
-    one reason and one phase each.
+    answered. A finalize that completes leaves, for the TTL, the time it completed
+    (``sharddb_finalized_timestamp_seconds``): another replica may still hold an older view of the
+    ShardDB until its own TTL, and the recording rules drop views older than that time. So the
+    series are bounded by the ShardDBs this replica served within the TTL, times one reason and
+    one phase each.
     """
 
     def __init__(self, clock: Clock, ttl_seconds: float) -> None:
@@ -146,6 +149,7 @@ class ShardDBViews(Collector):
         self._lock = threading.Lock()
         self._views: dict[tuple[str, str], View] = {}
         self._by_digest: dict[str, tuple[str, str]] = {}
+        self._finalized: dict[tuple[str, str], float] = {}
 
     def answered(self, parent: str, body: Mapping[str, Any], request_digest: str, at: datetime) -> None:
         """A sync or finalize answered for ``parent`` ("namespace/name") with ``body``, at ``at``."""
@@ -154,7 +158,9 @@ class ShardDBViews(Collector):
         with self._lock:
             self._drop(key)
             if body.get("finalized") is True:
+                self._finalized[key] = at.timestamp()
                 return
+            self._finalized.pop(key, None)  # the same name again: a new ShardDB
             view = view_of(body, request_digest, at)
             self._views[key] = view
             self._by_digest[request_digest] = key
@@ -175,12 +181,14 @@ class ShardDBViews(Collector):
         if old is not None:
             self._by_digest.pop(old.request_digest, None)
 
-    def _current(self) -> list[tuple[tuple[str, str], View]]:
+    def _current(self) -> tuple[list[tuple[tuple[str, str], View]], list[tuple[tuple[str, str], float]]]:
         oldest = self._clock().timestamp() - self._ttl
         with self._lock:
             for key in [key for key, view in self._views.items() if view.synced_at < oldest]:
                 self._drop(key)
-            return sorted(self._views.items())
+            for key in [key for key, at in self._finalized.items() if at < oldest]:
+                del self._finalized[key]
+            return sorted(self._views.items()), sorted(self._finalized.items())
 
     def describe(self) -> Iterable[Metric]:
         """The families without samples: registering the collector must not read the clock."""
@@ -188,14 +196,17 @@ class ShardDBViews(Collector):
 
     def collect(self) -> Iterable[Metric]:
         families = _families()
-        available, degraded, phase, ready, desired, synced = families
-        for key, view in self._current():
+        available, degraded, phase, ready, desired, synced, finalized = families
+        views, finalizes = self._current()
+        for key, view in views:
             available.add_metric(key, float(view.available))
             degraded.add_metric((*key, view.reason), float(view.degraded))
             phase.add_metric((*key, view.phase), 1.0)
             ready.add_metric(key, float(view.ready_shards))
             desired.add_metric(key, float(view.desired_shards))
             synced.add_metric(key, view.synced_at)
+        for key, at in finalizes:
+            finalized.add_metric(key, at)
         return families
 
 
@@ -216,5 +227,10 @@ def _families() -> tuple[GaugeMetricFamily, ...]:
         gauge(
             "sharddb_last_sync_timestamp_seconds",
             "When this replica last answered a sync or finalize for the ShardDB (a 304 included), in Unix seconds.",
+        ),
+        gauge(
+            "sharddb_finalized_timestamp_seconds",
+            "When this replica answered the ShardDB's finalize with finalized: true (kept for the TTL), in Unix "
+            "seconds: views of it older than that are of a ShardDB that is gone.",
         ),
     )
