@@ -71,7 +71,7 @@ test: machine venv
 machine:
 	@$(PYTHON) -m testbed.real.machine
 
-## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
+## Quick tier: no API server, no slow generated tests, nothing from outside the repository but promtool (make promtool).
 UNIT := not cluster and not slow and not recorded and not shared and not e2e and not data and not installed
 unit: venv
 	$(BIN)/python -m pytest -m "$(UNIT)"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import kubernetes_validate
 import pytest
 import yaml
 from fastapi.testclient import TestClient
@@ -29,7 +30,7 @@ from tools import monitoring
 
 from .hook import over_http
 from .prerequisites import Prerequisite
-from .test_manifests import DEPLOY, HOOK_NAMESPACE, HOOK_SERVICE, container, one, render, webhooks
+from .test_manifests import DEPLOY, HOOK_NAMESPACE, HOOK_SERVICE, KUBERNETES_VERSION, container, one, render, webhooks
 
 Obj = dict[str, Any]
 COMPONENT = monitoring.COMPONENT
@@ -217,6 +218,13 @@ def test_the_plain_scrape_of_metacontroller_resolves_a_service_the_components_ma
     made = {f"{o['metadata']['name']}.{o['metadata']['namespace']}.svc" for o in objs if o["kind"] == "Service"}
     (sd,) = scrape_jobs()["metacontroller"]["dns_sd_configs"]
     assert set(sd["names"]) <= made
+
+
+def test_the_components_builtin_objects_pass_the_kubernetes_schema_strictly(objs: list[Obj]) -> None:
+    made = [o for o in objs if o["metadata"]["name"].endswith("-metrics")]
+    assert {o["kind"] for o in made} == {"Service", "NetworkPolicy"}
+    for obj in made:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
 def test_the_scraper_is_admitted_to_the_hooks_port(objs: list[Obj]) -> None:
