@@ -149,14 +149,38 @@ def test_a_customize_call_exports_no_sharddb(client: TestClient) -> None:
     assert series(scrape(client), "sharddb_last_sync_timestamp_seconds") == {}
 
 
+@pytest.fixture(scope="module")
+def live() -> Iterator[httpx.Client]:
+    with serve() as base, httpx.Client(base_url=base, timeout=5) as client:
+        yield client
+
+
 @pytest.mark.http
-def test_the_live_server_exports_the_view_of_a_sync() -> None:
-    with serve() as base, httpx.Client(base_url=base, timeout=5) as live:
-        available_world(live)
-        text = scrape(live)
-    assert series(text, "sharddb_available") == {of("prod", "shop"): 1.0}
-    assert series(text, "sharddb_phase") == {of("prod", "shop", phase="Available"): 1.0}
-    assert list(series(text, "sharddb_last_sync_timestamp_seconds")) == [of("prod", "shop")]
+def test_the_live_server_exports_the_view_of_a_sync(live: httpx.Client) -> None:
+    step(World(sharddb("live", namespace="prod")), over_http(live))
+    text = scrape(live)
+    assert series(text, "sharddb_phase")[of("prod", "live", phase="Provisioning")] == 1.0
+    assert of("prod", "live") in series(text, "sharddb_last_sync_timestamp_seconds")
+
+
+@pytest.mark.http
+def test_the_live_server_drops_the_series_of_a_finalized_sharddb(live: httpx.Client) -> None:
+    world = World(sharddb("gone", namespace="prod"))
+    bring_up(world, over_http(live))
+    tear_down(world, over_http(live))
+    text = scrape(live)
+    assert of("prod", "gone") not in series(text, "sharddb_last_sync_timestamp_seconds")
+    assert of("prod", "gone") in series(text, "sharddb_finalized_timestamp_seconds")
+
+
+def test_a_sync_forgets_what_the_ttl_dropped_though_nobody_scrapes(clock: ManualClock) -> None:
+    """A replica nobody scrapes must not keep every ShardDB it ever served."""
+    app = create_app(Settings(metrics_view_ttl_seconds=TTL), clock=clock)
+    with TestClient(app) as client:
+        available_world(client)
+        clock.advance(TTL + 60)
+        step(World(sharddb("other", namespace="prod")), over_http(client))
+    assert len(app.state.metrics.views) == 1
 
 
 def test_the_degraded_reasons_are_every_reason_the_hooks_give_degraded() -> None:

@@ -55,6 +55,7 @@ DEGRADED_REASONS = frozenset(
 )
 PHASES = frozenset(phase.value for phase in Phase)
 OTHER = "Other"
+PRUNE_EVERY_SECONDS = 60.0
 KEY = ("namespace", "name")
 
 
@@ -150,12 +151,20 @@ class ShardDBViews(Collector):
         self._views: dict[tuple[str, str], View] = {}
         self._by_digest: dict[str, tuple[str, str]] = {}
         self._finalized: dict[tuple[str, str], float] = {}
+        self._pruned = float("-inf")
+
+    def __len__(self) -> int:
+        """How many ShardDBs this replica holds a view or a finalize of."""
+        with self._lock:
+            return len(self._views) + len(self._finalized)
 
     def answered(self, parent: str, body: Mapping[str, Any], request_digest: str, at: datetime) -> None:
         """A sync or finalize answered for ``parent`` ("namespace/name") with ``body``, at ``at``."""
         namespace, _, name = parent.partition("/")
         key = (namespace, name)
         with self._lock:
+            if at.timestamp() - self._pruned > PRUNE_EVERY_SECONDS:  # bounded even if nobody scrapes
+                self._prune(at.timestamp())
             self._drop(key)
             if body.get("finalized") is True:
                 self._finalized[key] = at.timestamp()
@@ -181,13 +190,18 @@ class ShardDBViews(Collector):
         if old is not None:
             self._by_digest.pop(old.request_digest, None)
 
+    def _prune(self, now: float) -> None:
+        """Forgets what is older than the TTL at ``now``; the caller holds the lock."""
+        oldest = now - self._ttl
+        for key in [key for key, view in self._views.items() if view.synced_at < oldest]:
+            self._drop(key)
+        for key in [key for key, at in self._finalized.items() if at < oldest]:
+            del self._finalized[key]
+        self._pruned = now
+
     def _current(self) -> tuple[list[tuple[tuple[str, str], View]], list[tuple[tuple[str, str], float]]]:
-        oldest = self._clock().timestamp() - self._ttl
         with self._lock:
-            for key in [key for key, view in self._views.items() if view.synced_at < oldest]:
-                self._drop(key)
-            for key in [key for key, at in self._finalized.items() if at < oldest]:
-                del self._finalized[key]
+            self._prune(self._clock().timestamp())
             return sorted(self._views.items()), sorted(self._finalized.items())
 
     def describe(self) -> Iterable[Metric]:
