@@ -154,8 +154,8 @@ chaos: venv testbin
 rules: venv
 	$(BIN)/python -m tools.monitoring
 
-## Take promtool (once, cached outside the repo) from Debian's prometheus package, without installing it; the unit
-## tier runs it on the alert rules, and fetches it so itself when missing.
+## Take promtool and prometheus (once, cached outside the repo) from Debian's prometheus package, without installing
+## it; the unit tier runs them on the alert rules, and fetches them so itself when missing.
 promtool:
 	@$(PYTHON) -m testbed.real.promtool
 

@@ -18,6 +18,11 @@ def test_sharddb_promtool_names_the_promtool_to_run(tmp_path: Path) -> None:
     )
 
 
+def test_sharddb_prometheus_names_the_server_to_run(tmp_path: Path) -> None:
+    environ = {"SHARDDB_PROMETHEUS": "/opt/prometheus/prometheus", "PATH": str(tmp_path)}
+    assert promtool.find(environ, program="prometheus") == Path("/opt/prometheus/prometheus")
+
+
 def test_a_promtool_on_path_is_found(tmp_path: Path) -> None:
     found = tmp_path / "promtool"
     found.write_text("#!/bin/sh\n")
