@@ -19,7 +19,7 @@ SOAK_DATA ?= all
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: help run render test machine unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image clean
+.PHONY: help run render test machine unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image rules promtool clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -71,7 +71,7 @@ test: machine venv
 machine:
 	@$(PYTHON) -m testbed.real.machine
 
-## Quick tier: no API server, no slow generated tests, nothing from outside the repository.
+## Quick tier: no API server, no slow generated tests, nothing from outside the repository but promtool (make promtool).
 UNIT := not cluster and not slow and not recorded and not shared and not e2e and not data and not installed
 unit: venv
 	$(BIN)/python -m pytest -m "$(UNIT)"
@@ -149,6 +149,15 @@ bench-latency: venv testbin
 ## with every component failing at random moments; fails when an invariant breaks (docs/reliability/faults.md).
 chaos: venv testbin
 	$(BIN)/python -m bench.chaos --fleet $(CHAOS_FLEET)
+
+## Regenerate the monitoring component's PrometheusRule from its plain rules file (the one source of the alerts).
+rules: venv
+	$(BIN)/python -m tools.monitoring
+
+## Take promtool and prometheus (once, cached outside the repo) from Debian's prometheus package, without installing
+## it; the unit tier runs them on the alert rules, and fetches them so itself when missing.
+promtool:
+	@$(PYTHON) -m testbed.real.promtool
 
 ## Remove the venvs, the built guide and the caches of the tools (not the test stack cached outside the repo).
 clean:

@@ -40,7 +40,7 @@ def create_app(settings: Settings | None = None, clock: Clock = system_clock) ->
     """
     settings = settings or Settings.from_env()
     logger = logs.setup(settings.log_level)
-    metrics = Metrics()
+    metrics = Metrics(clock, settings.metrics_view_ttl_seconds)
     health = Health()
     tokens = TokenFile(settings.auth_token_file, logger) if settings.auth_token_file else None
 
@@ -72,12 +72,14 @@ def create_app(settings: Settings | None = None, clock: Clock = system_clock) ->
             if held is not None:
                 outcome_name, status = "not_modified", 304
                 response = Response(status_code=304, headers={"ETag": held})
+                metrics.views.unchanged(request_digest, now)
             else:
                 outcome = work(body, lambda: now)
                 outcome_name, status = "ok", 200
                 fields.update(parent=outcome.parent, phase=outcome.phase, changes=outcome.changes)
                 if outcome.phase:
                     metrics.decisions.labels(outcome.phase).inc()
+                    metrics.views.answered(outcome.parent, outcome.body, request_digest, now)
                 response = _json(outcome.body, headers={"ETag": etag(request_digest, outcome.fresh_until)})
         except errors.HookError as error:
             outcome_name, status = "client_error", error.status

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+# Three of Metacontroller's resync periods (600 s in the shipped CompositeController): a ShardDB this replica
+# has not synced for that long is synced by another replica, or gone without a finalize this replica served.
+DEFAULT_VIEW_TTL_SECONDS = 1800
 
 
 class SettingsError(ValueError):
@@ -27,6 +30,8 @@ class Settings:
     # Bearer token for the hooks (and, with metrics_auth, /metrics); None: no auth.
     auth_token_file: str | None = None
     metrics_auth: bool = False
+    # How long a ShardDB's series outlive this replica's last sync of it (hooks/service/metrics.py).
+    metrics_view_ttl_seconds: int = DEFAULT_VIEW_TTL_SECONDS
     # HTTPS when both are set.
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
@@ -55,6 +60,9 @@ class Settings:
             max_body_bytes=read.integer("SHARDDB_MAX_BODY_BYTES", cls.max_body_bytes, 1, 1 << 31),
             auth_token_file=read.optional("SHARDDB_AUTH_TOKEN_FILE"),
             metrics_auth=read.flag("SHARDDB_METRICS_AUTH"),
+            metrics_view_ttl_seconds=read.integer(
+                "SHARDDB_METRICS_VIEW_TTL_SECONDS", cls.metrics_view_ttl_seconds, 60, 7 * 24 * 3600
+            ),
             tls_cert_file=read.optional("SHARDDB_TLS_CERT_FILE"),
             tls_key_file=read.optional("SHARDDB_TLS_KEY_FILE"),
             header_timeout_seconds=read.seconds("SHARDDB_HEADER_TIMEOUT_SECONDS", cls.header_timeout_seconds),
