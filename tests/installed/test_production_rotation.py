@@ -4,7 +4,8 @@ Metacontroller reads the Secrets only when it builds a CompositeController's con
 partitioned install runs a Metacontroller and a CompositeController per partition: a rotation that
 reaches one of them leaves the others calling with what they read before. The page's blocks run here
 as written; then a ShardDB of every partition must sync again, with no call refused by any hooks
-replica and none failing its TLS handshake.
+replica and none failing its TLS handshake. First, what the page said before: an annotation on every
+CompositeController, which leaves each partition's Metacontroller on the old token.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import functools
 import re
+import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ NAMESPACE = "rotation"
 PAGE = ROOT / "docs" / "installing" / "tls-and-token.md"
 MINIMAL = ROOT / "examples" / "sharddb-minimal.yaml"
 PARTITION_LABEL = "mygroup.example.com/partition"
+CONTROLLERS = "app.kubernetes.io/name=sharddb-hooks,app.kubernetes.io/component=controller"
 PARTITIONS = ("p0", "p1", "p2", "p3")  # the partitioned overlay's; p0's ShardDB unlabelled, as older ones are
 # Run in a hooks pod: one replica's own metrics (through the Service each read would reach any replica), with
 # the token it reads and over its loopback, so its certificate is not what is under test here.
@@ -129,6 +132,41 @@ def wait_until_synced(install: Install, names: tuple[str, ...]) -> None:
 def tls_failures(install: Install) -> list[str]:
     """Metacontroller's SyncError events in the namespace that a TLS handshake caused."""
     return [e.get("message", "") for e in install.events(NAMESPACE, "SyncError") if "x509" in e.get("message", "")]
+
+
+def refused_with(install: Install, token: str) -> bool:
+    """Whether every hooks replica refuses the token (so each has mounted another)."""
+    pods = [pod["metadata"]["name"] for pod in install.hooks_pods()]
+    return all(in_hooks(install, pod, PRESENT, token).strip() == "401" for pod in pods)
+
+
+def test_an_annotation_alone_leaves_every_partitions_metacontroller_on_the_old_token(
+    install: Install, sharddbs: tuple[str, ...]
+) -> None:
+    """The rotation this page gave before: a new token, then every ShardDB CompositeController annotated. Once
+    the hooks have the new token, a change to each partition's ShardDB is refused with 401: Metacontroller rebuilds
+    a controller, and reads its Secrets, only when the CompositeController's spec changes. (The next tests' rotation
+    repairs it.)"""
+    old = secret_token(install)
+    token = secrets.token_hex(32)
+    create = ("create", "secret", "generic", "sharddb-hooks-token", f"--from-literal=token={token}")
+    manifest = install.kubectl("-n", HOOKS_NAMESPACE, *create, "--dry-run=client", "-o", "yaml")
+    install.kubectl("apply", "-f", "-", stdin=manifest)
+    install.kubectl("annotate", "compositecontroller", "-l", CONTROLLERS, f"rotated={time.time_ns()}", "--overwrite")
+    on_the_new_token = functools.partial(refused_with, install, old)
+    wait_until("every hooks replica refusing the old token", on_the_new_token, 300, every=2)
+    change_every_sharddb(install, sharddbs, grace=140)
+
+    def refused_names() -> set[str]:
+        events = install.events(NAMESPACE, "SyncError")
+        return {e["involvedObject"]["name"] for e in events if "invalid bearer token" in e.get("message", "")}
+
+    try:
+        wait_until("a 401 on the ShardDB of every partition", lambda: refused_names() >= set(sharddbs), 120, every=2)
+    except AssertionError as error:
+        seen = sorted(refused_names())
+        said = f"refused with 401 only: {seen}; the others' Metacontroller read the new token"
+        raise AssertionError(f"{error}\n{said}") from None
 
 
 @dataclass(frozen=True)
