@@ -16,7 +16,7 @@ from testbed.real.audit import Write
 from testbed.stack import Stack
 
 from ..e2e.sharddbs import wait_until
-from .steps import ROOT, deploy_steps, run_step
+from .steps import ROOT, Step, deploy_steps, run_step
 
 Obj = dict[str, Any]
 # metacontroller_<hook>_requests_total{code="200",method="post"} 12 (its HTTP client's counter).
@@ -62,9 +62,13 @@ class Install:
         }
 
     def step(self, name: str, timeout: float = 600.0) -> str:
+        return self.run(deploy_steps()[name], timeout)
+
+    def run(self, step: Step, timeout: float = 600.0) -> str:
+        """A step of a page, as a user runs it from a clone against this cluster; what it printed."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         return run_step(
-            deploy_steps()[name],
+            step,
             kubeconfig=self.stack.control_plane.kubeconfig,
             workdir=self.workdir,
             env=self.env,
@@ -120,6 +124,12 @@ class Install:
         found = self.get("node", node)
         status: str = next(c["status"] for c in found["status"]["conditions"] if c["type"] == "Ready")
         return status
+
+    def available(self, namespace: str, name: str) -> bool:
+        """Whether the ShardDB's ``Available`` condition is True."""
+        found = self.get("sharddb", "-n", namespace, name)
+        conditions = found.get("status", {}).get("conditions", [])
+        return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
 
     def hooks_pods(self) -> list[Obj]:
         return self.active_pods(HOOKS_NAMESPACE, "app.kubernetes.io/name=sharddb-hooks")

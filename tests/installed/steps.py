@@ -1,4 +1,5 @@
-"""The README's "Deploy on a cluster" steps, read from the README itself: the one source of what users run.
+"""The README's "Deploy on a cluster" steps, and the guide's operating steps (a rotation), read from the pages
+themselves: the one source of what users run.
 
 Each step is a fenced ``sh`` block preceded by ``<!-- step: NAME -->``; the tier runs
 the blocks as written, in bash with ``set -euo pipefail``, from a scratch directory
@@ -26,13 +27,22 @@ class Step:
 
 
 def deploy_steps(readme: Path = README) -> dict[str, Step]:
-    """Every named step of the section, its indentation (a list item's) removed."""
+    """Every named step of the README's deploy section."""
     text = readme.read_text()
     start = text.index(SECTION)
     following = text.find("\n## ", start + len(SECTION))
-    section = text[start : following if following != -1 else len(text)]
+    return steps_in(text[start : following if following != -1 else len(text)])
+
+
+def page_steps(page: Path) -> dict[str, Step]:
+    """Every named step of a page of the guide (``docs/…``), which its tests run as the page says."""
+    return steps_in(page.read_text())
+
+
+def steps_in(text: str) -> dict[str, Step]:
+    """Every named step of the text, its indentation (a list item's) removed."""
     steps: dict[str, Step] = {}
-    for match in _STEP.finditer(section):
+    for match in _STEP.finditer(text):
         lines = match["body"].splitlines()
         indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
         steps[match["name"]] = Step(match["name"], "\n".join(line[indent:] for line in lines) + "\n")
@@ -43,7 +53,7 @@ def run_step(step: Step, *, kubeconfig: Path, workdir: Path, env: dict[str, str]
     """One step as a user runs it from a clone (``workdir`` links to the clone's folders, so the files a step
     writes, such as the certificates, stay out of the repository); its words on failure."""
     workdir.mkdir(parents=True, exist_ok=True)
-    for folder in ("metacontroller", "crds", "examples"):
+    for folder in ("metacontroller", "crds", "examples", "tools"):
         link = workdir / folder
         if not link.exists():
             link.symlink_to(ROOT / folder)
