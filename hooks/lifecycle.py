@@ -14,8 +14,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from . import absent, grace, names, pods, quantity, templates
-from .applied import contains
+from . import absent, grace, names, pod_templates, quantity, template_choice
+from .last_applied import contains
 from .snapshot import Snapshot, StuckPod, TemplateRecord
 
 
@@ -92,7 +92,7 @@ def decide(snap: Snapshot) -> Decision:
     Every answer carries the memory of an edit a child without a template record still lags,
     frozen or stopping ones too, so the edit rolls once the children may roll again.
     """
-    lags = templates.unrecorded_generation(snap.generation, snap.answered_generation, snap.unrecorded())
+    lags = template_choice.unrecorded_generation(snap.generation, snap.answered_generation, snap.unrecorded())
     return replace(_decide(snap), unrecorded_generation=lags)
 
 
@@ -198,14 +198,16 @@ def _sync(snap: Snapshot) -> Decision:
     cache = snap.cache
     gates_open = all_ready and seeded_now and all_registered
     # A running child keeps its template until its user asks for the one these hooks render.
-    db_made = _made(snap, templates.inputs(spec, names.DB))
-    cache_made = _made(snap, templates.inputs(spec, names.CACHE))
-    edited = templates.edited(snap.generation, snap.answered_generation)
-    db_choice = _choose(snap, sts.recorded() if sts else None, pods.db_template(snap.name, spec), db_made, edited)
+    db_made = _made(snap, template_choice.inputs(spec, names.DB))
+    cache_made = _made(snap, template_choice.inputs(spec, names.CACHE))
+    edited = template_choice.edited(snap.generation, snap.answered_generation)
+    db_choice = _choose(
+        snap, sts.recorded() if sts else None, pod_templates.db_template(snap.name, spec), db_made, edited
+    )
     db_template = db_choice.template
-    cache_choice = templates.Choice({}, waiting=False)
+    cache_choice = template_choice.Choice({}, waiting=False)
     if cache is not None or gates_open:
-        rendered = pods.cache_template(snap.name, spec)
+        rendered = pod_templates.cache_template(snap.name, spec)
         # An older version held the cache's template while the shards rolled (they roll first).
         lagging = edited or _shards_were_rolling(snap)
         cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made, lagging)
@@ -316,9 +318,13 @@ APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new va
 
 
 def _choose(
-    snap: Snapshot, recorded: templates.Recorded | None, rendered: dict[str, Any], made: TemplateRecord, may_lag: bool
-) -> templates.Choice:
-    return templates.choose(recorded, rendered, made.inputs or "", snap.apply_templates, may_lag=may_lag)
+    snap: Snapshot,
+    recorded: template_choice.Recorded | None,
+    rendered: dict[str, Any],
+    made: TemplateRecord,
+    may_lag: bool,
+) -> template_choice.Choice:
+    return template_choice.choose(recorded, rendered, made.inputs or "", snap.apply_templates, may_lag=may_lag)
 
 
 def _shards_were_rolling(snap: Snapshot) -> bool:
@@ -330,12 +336,12 @@ def _shards_were_rolling(snap: Snapshot) -> bool:
 
 def _made(snap: Snapshot, inputs: str) -> TemplateRecord:
     """What a template rendered or kept now was made from: this spec's ``inputs``, this epoch, this request."""
-    return TemplateRecord(inputs, templates.EPOCH, snap.apply_templates)
+    return TemplateRecord(inputs, template_choice.EPOCH, snap.apply_templates)
 
 
 def _superseded(record: TemplateRecord) -> TemplateRecord:
     """A kept template whose spec has changed since: never mistaken for one made from the current spec."""
-    return replace(record, inputs=record.inputs or templates.SUPERSEDED)
+    return replace(record, inputs=record.inputs or template_choice.SUPERSEDED)
 
 
 @dataclass(frozen=True)
@@ -623,11 +629,11 @@ def _stopping(
         claim_templates=claim_templates,
         # A spec edited while stopping waits for the next start: no pod restarts on a new template now.
         cache_held=cache is not None,
-        db_template=(sts.held_template() if sts else {}) or pods.db_template(snap.name, snap.spec),
+        db_template=(sts.held_template() if sts else {}) or pod_templates.db_template(snap.name, snap.spec),
         cache_template=cache.held_template() if cache else {},
         # A teardown keeps each template as it is, and so what it says it was made from.
-        db_made=sts.made if sts else _made(snap, templates.inputs(snap.spec, names.DB)),
-        cache_made=cache.made if cache else _made(snap, templates.inputs(snap.spec, names.CACHE)),
+        db_made=sts.made if sts else _made(snap, template_choice.inputs(snap.spec, names.DB)),
+        cache_made=cache.made if cache else _made(snap, template_choice.inputs(snap.spec, names.CACHE)),
     )
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from . import applied, clock, contract, kinds, names, templates
-from .contract import (
+from . import clock, hook_request, kinds, last_applied, names, template_choice
+from .hook_request import (
     Children,
     Condition,
     ContainerStatus,
@@ -28,7 +28,7 @@ from .spec import MAX_SHARDS, ShardDBSpec
 
 @dataclass(frozen=True)
 class TemplateRecord:
-    """What a child's annotations say its pod template was made from (``hooks/templates.py``); None: unsaid."""
+    """What a child's annotations say its pod template was made from (``hooks/template_choice.py``); None: unsaid."""
 
     inputs: str | None = None
     epoch: int | None = None
@@ -43,10 +43,10 @@ class TemplateRecord:
             applied=annotations.get(names.TEMPLATES_APPLIED_ANNOTATION),
         )
 
-    def recorded(self, template: dict[str, Any], last_applied: str | None) -> templates.Recorded:
+    def recorded(self, template: dict[str, Any], last_applied: str | None) -> template_choice.Recorded:
         asked = _asked_template(last_applied)
         held = asked if asked is not None else template
-        return templates.Recorded(template, held, asked is not None, self.inputs, self.epoch, self.applied)
+        return template_choice.Recorded(template, held, asked is not None, self.inputs, self.epoch, self.applied)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class StatefulSetView:
         """The pod template to keep while the ShardDB stops: a teardown never rolls the shards."""
         return _held_template(self.last_applied, self.template)
 
-    def recorded(self) -> templates.Recorded:
+    def recorded(self) -> template_choice.Recorded:
         return self.made.recorded(self.template, self.last_applied)
 
 
@@ -84,7 +84,7 @@ def _held_template(recorded: str | None, stored: dict[str, Any]) -> dict[str, An
 
 def _asked_template(recorded: str | None) -> dict[str, Any] | None:
     """The pod template in Metacontroller's record of the last answer, if it has one."""
-    last = applied.last_applied(recorded)
+    last = last_applied.read(recorded)
     spec = last.get("spec") if last is not None else None
     template = spec.get("template") if isinstance(spec, dict) else None
     return template if isinstance(template, dict) else None
@@ -127,7 +127,7 @@ class CacheView:
         """The pod template to keep while the cache waits for the shards, or the ShardDB stops."""
         return _held_template(self.last_applied, self.template)
 
-    def recorded(self) -> templates.Recorded:
+    def recorded(self) -> template_choice.Recorded:
         return self.made.recorded(self.template, self.last_applied)
 
 
@@ -233,7 +233,7 @@ class Snapshot:
     now: datetime | None = None
     # The user's request to apply the running hooks' templates (the ShardDB's apply-templates annotation).
     apply_templates: str | None = None
-    # The generation the last answer saw, as its status says (None: it says nothing); ``templates.edited``.
+    # The generation the last answer saw, as its status says (None: it says nothing); ``template_choice.edited``.
     answered_generation: int | None = None
 
     def unrecorded(self) -> bool:
@@ -284,7 +284,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
                         update_revision=sts.status.update_revision,
                     ),
                     template=sts.spec.template,
-                    last_applied=sts.metadata.annotations.get(applied.LAST_APPLIED),
+                    last_applied=sts.metadata.annotations.get(last_applied.LAST_APPLIED),
                     made=TemplateRecord.read(sts.metadata.annotations),
                 )
                 asked_since = _last_spec_write(sts)
@@ -446,7 +446,7 @@ def _answered(raw: dict[str, object] | None) -> int | None:
     listed = raw.get("conditions")
     items = listed if isinstance(listed, list) else []
     witnesses = [item.get("observedGeneration") for item in items if isinstance(item, dict)]
-    witnesses += [raw.get("observedGeneration"), raw.get(templates.UNRECORDED_GENERATION)]
+    witnesses += [raw.get("observedGeneration"), raw.get(template_choice.UNRECORDED_GENERATION)]
     seen = [value for value in witnesses if isinstance(value, int) and not isinstance(value, bool) and value >= 0]
     return min(seen, default=None)
 
@@ -458,7 +458,7 @@ def _prior_status(raw: dict[str, object] | None) -> tuple[int, tuple[Condition, 
     seeded = raw.get("seededShards")
     valid = isinstance(seeded, int) and not isinstance(seeded, bool) and 0 < seeded <= MAX_SHARDS
     listed = raw.get("conditions")
-    conditions = (contract.condition(item) for item in (listed if isinstance(listed, list) else ()))
+    conditions = (hook_request.condition(item) for item in (listed if isinstance(listed, list) else ()))
     return (seeded if valid and isinstance(seeded, int) else 0), tuple(c for c in conditions if c is not None)
 
 
@@ -581,7 +581,7 @@ def _cache_view(deployment: Deployment) -> CacheView:
             updated=deployment.status.updated_replicas,
         ),
         template=deployment.spec.template,
-        last_applied=deployment.metadata.annotations.get(applied.LAST_APPLIED),
+        last_applied=deployment.metadata.annotations.get(last_applied.LAST_APPLIED),
         made=TemplateRecord.read(deployment.metadata.annotations),
     )
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hooks.contract import decode_sync
+from hooks.hook_request import decode_sync
 from hooks.snapshot import Snapshot, observe
 from hooks.spec import ShardDBSpec
 from testbed.models.world import Obj, World, bring_up, sharddb

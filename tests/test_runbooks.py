@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hooks import lifecycle, pods
+from hooks import lifecycle, pod_templates
 from hooks.lifecycle import Decision, decide
 from hooks.snapshot import LostPod, MissingPod, SeedJobView, Snapshot, StuckPod
 
@@ -72,7 +72,7 @@ def one_shard_down(**fields: object) -> Snapshot:
 def older_shard_template() -> Snapshot:
     """Available, the shards on a template an older release rendered from the same spec."""
     shape = spec()
-    older = copy.deepcopy(pods.db_template("demo", shape))
+    older = copy.deepcopy(pod_templates.db_template("demo", shape))
     older["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"] = ["sh", "-c", "pg_ctl stop"]
     return available(statefulset=replace(sts(seeded=3), template=older, made=made(shape, "db")))
 
