@@ -21,7 +21,8 @@ from .errors import from_validation
 from .hook_request import Parent, decode_customize, decode_sync, observed_children
 from .lifecycle import Decision, decide
 from .logline import changes
-from .snapshot import Snapshot, observe
+from .observe import observe
+from .snapshot import Snapshot
 from .spec import MAX_POD_START_GRACE_SECONDS, ShardDBSpec
 
 FINALIZE_RESYNC_SECONDS = 5.0

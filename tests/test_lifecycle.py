@@ -7,8 +7,9 @@ from typing import Any
 
 from hooks import pod_templates, template_choice
 from hooks.lifecycle import Decision, Phase, decide
-from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, StuckPod, TemplateRecord
+from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, TemplateRecord
 from hooks.spec import ShardDBSpec
+from hooks.trouble.stuck import StuckPod
 
 
 def spec(**changes: Any) -> ShardDBSpec:

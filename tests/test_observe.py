@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from hooks.hook_request import decode_sync
-from hooks.snapshot import Snapshot, observe
+from hooks.observe import observe
+from hooks.snapshot import Snapshot
 from hooks.spec import ShardDBSpec
 from testbed.models.world import Obj, World, bring_up, sharddb
 

@@ -25,7 +25,10 @@ import yaml
 
 from hooks import lifecycle, names, pod_templates
 from hooks.lifecycle import Decision, decide
-from hooks.snapshot import LostPod, MissingPod, SeedJobView, Snapshot, StuckPod
+from hooks.snapshot import SeedJobView, Snapshot
+from hooks.trouble.lost import LostPod
+from hooks.trouble.missing import MissingPod
+from hooks.trouble.stuck import StuckPod
 
 from .hook import moment
 from .test_lifecycle import available, cache, made, snapshot, spec, sts

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from .. import absent, grace, names
-from ..snapshot import Snapshot, StuckPod
+from .. import names
+from ..snapshot import Snapshot
+from ..trouble import grace, missing
+from ..trouble.stuck import StuckPod
 from . import kept, rollout
 from .decision import ConditionState, Decision, Phase
 from .wording import (
@@ -46,7 +48,7 @@ def sync(snap: Snapshot) -> Decision:
     # A pod that waits a moment (for a node, a Secret) is progress until its grace runs out.
     troubles = grace.triage(snap.stuck_pods, snap.now, spec.pod_start_grace_seconds)
     # What admission refused: pods and children asked for that do not exist past the grace.
-    missing = absent.find(snap, spec.pod_start_grace_seconds, children=not spec.paused)
+    unmet = missing.find(snap, spec.pod_start_grace_seconds, children=not spec.paused)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
     tolerated = 1 if plan.shards_rolling and not _stuck(troubles.failing, names.DB) else 0
 
@@ -58,10 +60,10 @@ def sync(snap: Snapshot) -> Decision:
     size, storage_class = kept.storage(snap)
     current_job = snap.seed_job(shards)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
-    problems = absent_problems(snap, missing) + worse_than_asked(
+    problems = absent_problems(snap, unmet) + worse_than_asked(
         snap, troubles.failing, shards, seed_failed, size, storage_class, serving.ok_or_starting
     )
-    uncreated = absent.waiting_message(missing.pods_waiting) if missing.pods_waiting else ""
+    uncreated = missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else ""
     moving = waiting(
         progressing(snap, phase, shards, ready, registered, seed_failed, plan), troubles.waiting, uncreated
     )
@@ -104,8 +106,8 @@ def sync(snap: Snapshot) -> Decision:
         updated_shards=sts.rollout.updated if sts else 0,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
-        recheck_at=_earliest(troubles.recheck_at, missing.recheck_at),
-        holds_until=missing.holds_until,
+        recheck_at=_earliest(troubles.recheck_at, unmet.recheck_at),
+        holds_until=unmet.holds_until,
         db_made=chosen.db_made,
         cache_made=cache_made,
         newer_templates=chosen.newer,

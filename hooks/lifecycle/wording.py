@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import absent, grace, names
-from ..snapshot import Snapshot, StuckPod
+from .. import names
+from ..snapshot import Snapshot
+from ..trouble import grace, lost, missing
+from ..trouble.stuck import StuckPod
 from .decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
 from .kept import same_storage
 from .rollout import Rolling
@@ -30,20 +32,20 @@ def capped(message: str) -> str:
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
 
 
-def absent_problems(snap: Snapshot, missing: absent.Absent) -> list[tuple[str, str]]:
+def absent_problems(snap: Snapshot, unmet: missing.Missing) -> list[tuple[str, str]]:
     """Children and shard pods that do not exist past the grace, and pods on a lost node: nothing runs there."""
     grace_seconds = snap.spec.pod_start_grace_seconds
     problems: list[tuple[str, str]] = []
-    if missing.children:
-        problems.append((CHILDREN_MISSING, absent.children_message(snap.name, missing.children, grace_seconds)))
-    if missing.pods:
-        problems.append((SHARD_PODS_MISSING, absent.pods_message(snap.name, missing.pods, grace_seconds)))
+    if unmet.children:
+        problems.append((CHILDREN_MISSING, missing.children_message(snap.name, unmet.children, grace_seconds)))
+    if unmet.pods:
+        problems.append((SHARD_PODS_MISSING, missing.pods_message(snap.name, unmet.pods, grace_seconds)))
     if snap.lost_pods:
-        problems.append((NODE_LOST, absent.lost_message(snap.lost_pods)))
-    if missing.seed_refused:
-        problems.append((SEED_PODS_MISSING, absent.seed_message(snap.name, missing.seed_refused, grace_seconds)))
-    if missing.cache_refused is not None:
-        problems.append((CACHE_PODS_MISSING, absent.cache_message(snap.name, missing.cache_refused)))
+        problems.append((NODE_LOST, lost.lost_message(snap.lost_pods)))
+    if unmet.seed_refused:
+        problems.append((SEED_PODS_MISSING, missing.seed_message(snap.name, unmet.seed_refused, grace_seconds)))
+    if unmet.cache_refused is not None:
+        problems.append((CACHE_PODS_MISSING, missing.cache_message(snap.name, unmet.cache_refused)))
     return problems
 
 
@@ -200,5 +202,5 @@ def degraded_message(problems: list[tuple[str, str]]) -> str:
 
 def blocked(snap: Snapshot, message: str, component: str) -> str:
     """A stopping step's message, with what blocks it on a lost node and what a person may do."""
-    on_lost_node = absent.blocked_message(snap.lost_pods, component)
+    on_lost_node = lost.blocked_message(snap.lost_pods, component)
     return capped(f"{message}; {on_lost_node}") if on_lost_node else message
