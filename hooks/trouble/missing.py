@@ -102,50 +102,65 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Missing:
         elif end is not None:
             waiting.append(pod)
             ends.append(end)
-    absent: list[str] = []
-    holds: datetime | None = None
-    if children and snap.created is not None:
-        wanted = []
-        if snap.statefulset is None:
-            wanted.append(f"{kinds.STATEFULSET.kind} {names.db_name(snap.name)}")
-        if not snap.service:
-            wanted.append(f"{kinds.SERVICE.kind} {names.db_name(snap.name)}")
-        end = _end(snap.created, grace)
-        if wanted and _counts(end, now):
-            absent = wanted
-        elif wanted:
-            holds = end
-            # Once an earlier answer asked for it, a refused create is retried with a growing back-off:
-            # ask for the call at the grace's end rather than wait for a late retry. A first answer
-            # (every new ShardDB's) asks for none: its children are created in the next moment.
-            if snap.prior_conditions and end is not None:
-                ends.append(end)
+    absent, holds = _children(snap, grace, ends) if children and snap.created is not None else ((), None)
+    seeds = _seeds_refused(snap, grace, ends)
+    refused = _cache_refused(snap, grace, ends)
+    return Missing(
+        pods=tuple(failing),
+        pods_waiting=tuple(waiting),
+        children=absent,
+        cache_refused=refused,
+        seed_refused=seeds,
+        recheck_at=min(ends, default=None),  # every grace above still running
+        holds_until=holds,
+    )
+
+
+def _children(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> tuple[tuple[str, ...], datetime | None]:
+    """The shards' StatefulSet and Service, if missing past the grace; else when their grace runs out."""
+    wanted = []
+    if snap.statefulset is None:
+        wanted.append(f"{kinds.STATEFULSET.kind} {names.db_name(snap.name)}")
+    if not snap.service:
+        wanted.append(f"{kinds.SERVICE.kind} {names.db_name(snap.name)}")
+    end = _end(snap.created, grace)
+    if wanted and _counts(end, snap.now):
+        return tuple(wanted), None
+    if not wanted:
+        return (), None
+    # Once an earlier answer asked for it, a refused create is retried with a growing back-off:
+    # ask for the call at the grace's end rather than wait for a late retry. A first answer
+    # (every new ShardDB's) asks for none: its children are created in the next moment.
+    if snap.prior_conditions and end is not None:
+        ends.append(end)
+    return (), end
+
+
+def _seeds_refused(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> tuple[int, ...]:
+    """Shard counts of seed Jobs started with no pod past the grace; ``ends`` gets when the others' runs out."""
     seeds: list[int] = []
     for job in snap.seed_jobs:
         if job.podless_since is None or job.succeeded or job.failed:
             continue
         end = _end(job.podless_since, grace)
-        if _counts(end, now):
+        if _counts(end, snap.now):
             seeds.append(job.shards)
         elif end is not None:
             ends.append(end)  # the Job controller retries with a back-off the hooks would not see
-    refused = None
+    return tuple(seeds)
+
+
+def _cache_refused(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> str | None:
+    """The cache's refused create past the grace; within it, ``ends`` gets when the grace runs out."""
     cache = snap.cache
-    if cache is not None and cache.refused is not None:
-        end = _end(cache.refused_since, grace)
-        if _counts(end, now):
-            refused = cache.refused
-        elif end is not None:
-            ends.append(end)  # the ReplicaSet controller retries with no change the hooks would see
-    return Missing(
-        pods=tuple(failing),
-        pods_waiting=tuple(waiting),
-        children=tuple(absent),
-        cache_refused=refused,
-        seed_refused=tuple(seeds),
-        recheck_at=min(ends, default=None),
-        holds_until=holds,
-    )
+    if cache is None or cache.refused is None:
+        return None
+    end = _end(cache.refused_since, grace)
+    if _counts(end, snap.now):
+        return cache.refused
+    if end is not None:
+        ends.append(end)  # the ReplicaSet controller retries with no change the hooks would see
+    return None
 
 
 def pods_message(name: str, pods: tuple[MissingPod, ...], grace_seconds: int) -> str:
