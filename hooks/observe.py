@@ -1,8 +1,5 @@
-"""Observe: reduce a sync request to a ``Snapshot``, the few facts the lifecycle decides on.
-
-Read in two steps, the children (what Metacontroller applied) and the related pods and
-endpoints (what they do); pod trouble is read by ``trouble``, seed memory and template
-records from the children themselves.
+"""Observe: a sync request reduced to a ``Snapshot``, read in two steps, the children (what Metacontroller
+applied) and the related pods and endpoints (what they do).
 """
 
 from __future__ import annotations

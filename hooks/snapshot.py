@@ -1,7 +1,5 @@
-"""The few facts the lifecycle decides on, as plain frozen dataclasses: the observed world, reduced.
-
-``observe`` builds a ``Snapshot`` from a sync request; the decision is a pure function of
-it, so tests can feed one directly, without HTTP or Kubernetes-shaped JSON.
+"""The few facts the lifecycle decides on, as plain frozen dataclasses (``observe`` fills them), so the
+decision is a pure function tests can feed directly, without HTTP or Kubernetes-shaped JSON.
 """
 
 from __future__ import annotations

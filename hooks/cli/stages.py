@@ -1,8 +1,5 @@
-"""A ShardDB walked through its lifecycle offline: the hooks' own answers, stored as the API server would.
-
-Each stage's observed world is built from the hooks' earlier answers once the controllers
-have done their part, and fed back through the same handler that answers ``/sync`` and
-``/finalize``; ``preview`` (the ``render`` command) prints the last answer.
+"""A ShardDB walked offline through its lifecycle for the preview: each stage's world is the hooks' own
+earlier answers, stored as the API server would once the controllers have done their part.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""What the lifecycle answers: the phase, each child's size and template, and the conditions without their clock.
-
-Every step of the decision (the gates, the rollout, the teardown) builds one ``Decision``;
-``render`` turns it into Kubernetes objects and ``conditions.stamp`` adds the times.
+"""What the lifecycle answers, built by every step of it: the phase, each child's size and template, and
+the conditions without their clock (``render`` makes the objects, ``conditions.stamp`` adds the times).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The phase gates of a running ShardDB, in order: shards ready, seeded, registered in discovery, then the cache.
-
-Each gate opens only when the one before it is done; what a gate waits for, and what is
-worse than asked, is said by ``wording``. The rules that hold in every state (shards never
-shrink, a seed runs once per count, an observed cache is always kept) are held here.
+"""The phase gates of a running ShardDB, each open only once the one before is done: shards ready, seeded,
+registered in discovery, then the cache; and the rules that hold in every state.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""What a ShardDB keeps whatever the gates say: the seed memory, and what its StatefulSet cannot change.
-
-Read by the gates and by the teardown alike, so a stop and a start agree on them.
+"""What a ShardDB keeps whatever the gates say (the seed memory, what its StatefulSet cannot change),
+read by the gates and the teardown alike so a stop and a start agree on it.
 """
 
 from __future__ import annotations

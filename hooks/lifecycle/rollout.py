@@ -1,7 +1,5 @@
-"""Which pod template each workload gets, and where a template change stands: shards first, then the cache.
-
-``template_choice`` says whether one running child keeps its template; this module applies it
-to the shards and the cache together, so a cache change waits until every shard has rolled.
+"""Which pod template each workload gets and where a template change stands: ``template_choice`` for each
+running child, applied to shards and cache together so the cache rolls only once every shard has.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The gates run backwards: deletion and hibernation stop the cache first, then the shards, never a step early.
-
-A teardown creates nothing (no seed, no budget, no cache Service), never grows the
-StatefulSet, and keeps every pod template exactly as it runs.
+"""The gates run backwards, for deletion and hibernation: the cache stops first, then the shards, never a
+step early; a teardown creates nothing, never grows the StatefulSet and keeps every pod template.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The words of the status: each condition's reason and message, as a user reads them in ``kubectl describe``.
-
-The gates and the teardown decide; this module only says what they decided, so a reason a
-runbook lists is found here (``tests/test_runbooks.py`` reads them).
+"""The words of the status, apart from the decisions they report: each condition's reason and message as
+``kubectl describe`` shows them (``tests/test_runbooks.py`` reads the reasons from this package).
 """
 
 from __future__ import annotations

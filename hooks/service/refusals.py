@@ -1,7 +1,5 @@
-"""What the HTTP edge answers a caller it refuses: the status of each error the decision raises, and its own words.
-
-The decision says what is wrong with a request (``hooks.errors``); only this edge says it in
-HTTP. Refusals made before a hook runs (size, time, token) are worded here too.
+"""What the HTTP edge answers a caller it refuses: the status of each error the decision raises (which says
+only what is wrong), and the words of the edge's own refusals (size, time, token).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Pods whose node, as the pod itself shows, stopped reporting or is gone, and what a person may do about it.
-
-Such a pod counts at once (the node lifecycle controller has already waited its grace), and
-a stopping step it blocks says how to let it go.
+"""Pods whose node, as the pod itself shows, stopped reporting or is gone: they count at once, and a
+stopping step they block says what a person may do.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Why a pod cannot start on its own, read from its status: no node, an image, a Secret, a crash loop.
-
-The reasons are the kubelet's and the scheduler's, kept stable (no back-off timers) so a
-status naming them stays still while nothing changes; ``grace`` says which may pass.
+"""Why a pod cannot start on its own, read from its status (no node, an image, a Secret, a crash loop), in
+words that stay put while nothing changes; ``grace`` says which of them may pass.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""How pod trouble is listed in a status message: a noun per component, a few names then a count, one short line.
-
-Shared by every kind of trouble, so ``Degraded`` and ``Progressing`` list pods alike.
+"""How pod trouble is listed in a status message (a noun per component, a few names then a count, one
+short line), shared by every kind of trouble so ``Degraded`` and ``Progressing`` list pods alike.
 """
 
 from __future__ import annotations
