@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve()
     if args[0] == "render":
         # Imported only here: serving never loads the preview or its YAML library.
-        from .preview import main as render
+        from .cli.preview import main as render
 
         return render(args[1:])
     if args[0] in ("-h", "--help"):

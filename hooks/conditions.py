@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .contract import Condition
+from .hook_request import Condition
 from .lifecycle import ConditionState
 
 

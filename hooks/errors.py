@@ -1,9 +1,10 @@
-"""Every word a refused caller reads, in one place.
+"""Every word a refused caller reads about its request, in one place, and the errors that carry them.
 
 4xx messages name the offending field first, ``path: problem``, whether the problem
-was found by msgspec (the request), pydantic (the spec), our own checks, or the edge
-(size, time, token). pydantic's and msgspec's English is translated into that shape
-here and nowhere else; ``tests/test_errors.py`` pins the msgspec wording we rely on.
+was found by msgspec (the request), pydantic (the spec) or our own checks. pydantic's
+and msgspec's English is translated into that shape here and nowhere else;
+``tests/test_errors.py`` pins the msgspec wording we rely on. Each error says what is
+wrong, never how to answer: the HTTP edge maps it to a status (``hooks/service/refusals.py``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,19 @@ from pydantic import ValidationError
 
 
 class HookError(Exception):
-    """A request the hook cannot act on; the HTTP edge turns it into ``status``."""
+    """A request the hooks cannot act on; which kind says what is wrong with it."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.status = status
         self.message = message
+
+
+class NotJsonError(HookError):
+    """The body is not JSON at all, so there is no field to name."""
+
+
+class InvalidRequestError(HookError):
+    """The request is JSON, but a value in it (named first in the message) is not one the hooks can act on."""
 
 
 def located(path: str, problem: str) -> str:
@@ -28,14 +36,13 @@ def located(path: str, problem: str) -> str:
     return f"{path or 'body'}: {problem}"
 
 
-def invalid(path: str, problem: str) -> HookError:
-    """422: the request is JSON, but the value at ``path`` is not one the hooks can act on."""
-    return HookError(422, located(path, problem))
+def invalid(path: str, problem: str) -> InvalidRequestError:
+    """The request is JSON, but the value at ``path`` is not one the hooks can act on."""
+    return InvalidRequestError(located(path, problem))
 
 
-def not_json(reason: str) -> HookError:
-    """400: the body is not JSON at all, so there is no field to name."""
-    return HookError(400, f"request body is not valid JSON: {reason}")
+def not_json(reason: str) -> NotJsonError:
+    return NotJsonError(f"request body is not valid JSON: {reason}")
 
 
 # --- problems found in a request ------------------------------------------------------
@@ -59,8 +66,8 @@ def not_a(kind: str) -> str:
 # --- pydantic's and msgspec's messages, translated ------------------------------------
 
 
-def from_validation(error: ValidationError, prefix: str = "") -> HookError:
-    """422 naming every bad field (up to ten), each under ``prefix``."""
+def from_validation(error: ValidationError, prefix: str = "") -> InvalidRequestError:
+    """Every bad field named (up to ten), each under ``prefix``."""
     problems = error.errors(include_url=False, include_input=False)
     parts = []
     for problem in problems[:10]:
@@ -69,7 +76,7 @@ def from_validation(error: ValidationError, prefix: str = "") -> HookError:
     more = len(problems) - 10
     if more > 0:
         parts.append(f"and {more} more")
-    return HookError(422, "; ".join(parts))
+    return InvalidRequestError("; ".join(parts))
 
 
 # msgspec says ``problem - at `$.a.b``` (no suffix at the root) and ``Object missing required field `f```.
@@ -77,8 +84,8 @@ MSGSPEC_AT = re.compile(r"^(?P<problem>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.
 MSGSPEC_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
 
 
-def from_msgspec(error: msgspec.ValidationError) -> HookError:
-    """422 reading ``a.b: problem`` like the other 4xx messages; a missing field reads like pydantic's."""
+def from_msgspec(error: msgspec.ValidationError) -> InvalidRequestError:
+    """``a.b: problem`` like the other 4xx messages; a missing field reads like pydantic's."""
     message = str(error)
     match = MSGSPEC_AT.match(message)
     problem, path = (match["problem"], (match["path"] or "").lstrip(".")) if match else (message, "")
@@ -86,24 +93,3 @@ def from_msgspec(error: msgspec.ValidationError) -> HookError:
     if missing:
         path, problem = f"{path}.{missing['field']}".lstrip("."), FIELD_REQUIRED
     return invalid(path, problem)
-
-
-# --- refused at the edge, before a hook runs --------------------------------------------
-
-MISSING_TOKEN = "missing bearer token"
-INVALID_TOKEN = "invalid bearer token"
-HEAD_TOO_LARGE = "request head too large"
-HEAD_TOO_SLOW = "request head not received in time"
-
-
-def body_too_large(limit: int) -> str:
-    return f"request body exceeds {limit} bytes"
-
-
-def body_too_slow(timeout: float) -> str:
-    return f"request body not received within {timeout:g} seconds"
-
-
-# --- 5xx: the details are in the log, never in the answer -------------------------------
-
-INTERNAL_ERROR = "internal error; see the hook service log"

@@ -15,13 +15,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import kinds, names, render
-from .changes import changes
 from .clock import Clock, rfc3339, system_clock
 from .conditions import stamp
-from .contract import Parent, decode_customize, decode_sync, observed_children
 from .errors import from_validation
+from .hook_request import Parent, decode_customize, decode_sync, observed_children
 from .lifecycle import Decision, decide
-from .snapshot import Snapshot, observe
+from .logline import changes
+from .observe import observe
+from .snapshot import Snapshot
 from .spec import MAX_POD_START_GRACE_SECONDS, ShardDBSpec
 
 FINALIZE_RESYNC_SECONDS = 5.0

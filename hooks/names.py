@@ -26,7 +26,7 @@ SEED = "seed"
 # Memory kept on the StatefulSet (always a child), so a stale parent status
 # cannot make the hook forget that a seed already succeeded.
 SEEDED_SHARDS_ANNOTATION = f"{GROUP}/seeded-shards"
-# What a pod template was made from, on the StatefulSet and the cache Deployment (``hooks/templates.py``):
+# What a pod template was made from, on the StatefulSet and the cache Deployment (``hooks/template_choice.py``):
 # the spec's pod-shaping fields (a hash), the release epoch, the apply-templates request last honoured.
 TEMPLATE_INPUTS_ANNOTATION = f"{GROUP}/template-inputs"
 TEMPLATE_EPOCH_ANNOTATION = f"{GROUP}/template-epoch"

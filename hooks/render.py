@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import names, pods, templates
-from .applied import LAST_APPLIED, contains, last_applied
+from . import last_applied, names, pod_templates, template_choice
+from .last_applied import contains
 from .lifecycle import Decision
 from .snapshot import Snapshot, TemplateRecord
 from .spec import ShardDBSpec
@@ -45,7 +45,7 @@ def frozen(observed: list[Obj]) -> list[Obj]:
     out = []
     for child in observed:
         meta = child.get("metadata") or {}
-        last = last_applied((meta.get("annotations") or {}).get(LAST_APPLIED))
+        last = last_applied.read((meta.get("annotations") or {}).get(last_applied.LAST_APPLIED))
         if last is not None and last.get("kind") == child.get("kind") and contains(child, last):
             out.append(last)
             continue
@@ -71,7 +71,7 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
         "conditions": conditions,
     }
     if decision.unrecorded_generation is not None:
-        out[templates.UNRECORDED_GENERATION] = decision.unrecorded_generation
+        out[template_choice.UNRECORDED_GENERATION] = decision.unrecorded_generation
     return out
 
 
@@ -139,7 +139,7 @@ def claim_templates(parent: str, decision: Decision) -> list[Obj]:
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": {"name": pods.DATA_VOLUME, "labels": names.labels(parent, names.DB)},
+            "metadata": {"name": pod_templates.DATA_VOLUME, "labels": names.labels(parent, names.DB)},
             "spec": claim,
             "status": {"phase": "Pending"},
         }
@@ -175,7 +175,7 @@ def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj
         "spec": {
             "activeDeadlineSeconds": spec.seed_timeout_seconds,
             "backoffLimit": 6,
-            "template": pods.seed_template(parent, namespace, spec, shards),
+            "template": pod_templates.seed_template(parent, namespace, spec, shards),
         },
     }
 

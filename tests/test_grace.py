@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from hooks import grace
 from hooks.handler import MIN_RECHECK_SECONDS, recheck_after
 from hooks.lifecycle import Decision, Phase, decide
-from hooks.snapshot import STUCK_ORDER, SeedJobView, StuckPod
+from hooks.snapshot import SeedJobView
 from hooks.spec import DEFAULT_POD_START_GRACE_SECONDS, MAX_POD_START_GRACE_SECONDS
+from hooks.trouble import grace
+from hooks.trouble.stuck import STUCK_ORDER, StuckPod
 
 from .hook import moment
 from .test_lifecycle import available, condition, rolling, snapshot, spec, sts

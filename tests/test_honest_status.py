@@ -20,6 +20,7 @@ from hooks import handler
 from hooks.clock import rfc3339
 from hooks.errors import HookError
 from hooks.service.etags import etag
+from hooks.service.refusals import http_status
 from testbed.models.world import World, bring_up, sharddb, step
 
 from .hook import at, direct, moment
@@ -388,7 +389,7 @@ def test_a_request_with_a_pod_node_name_that_is_no_string_is_refused_with_4xx() 
     next(iter(request["related"]["Pod.v1"].values()))["spec"]["nodeName"] = 7
     with pytest.raises(HookError) as refused:
         handler.sync(json.dumps(request).encode(), finalize=False, now=at(after(1)))
-    assert 400 <= refused.value.status < 500
+    assert 400 <= http_status(refused.value) < 500
     assert "nodeName" in refused.value.message
 
 

@@ -69,20 +69,67 @@ def test_the_check_sees_absolute_relative_and_nested_imports(source: str, packag
     assert [name for _, name in imports(source, package) if of_tests(name)] == expected
 
 
-def test_the_decision_never_imports_the_service() -> None:
-    """From the tree a reader sees where the decision ends: ``hooks/*.py`` decide and render, ``hooks/service/`` serves.
+# The hooks' edges: the HTTP service, the command line and the entry point that starts either. Everything else in
+# ``hooks/`` is the decision (parse, observe, decide, render), reached from an edge through ``hooks.handler``.
+EDGES = ("hooks.service", "hooks.cli", "hooks.__main__")
+# What would tie the decision to HTTP: the web framework, the ASGI toolkit, the servers and the HTTP clients.
+HTTP = ("fastapi", "starlette", "uvicorn", "httptools", "h11", "httpx", "requests", "urllib3", "http", "aiohttp")
 
-    Only the entry point (``__main__``) starts the service.
+
+def module_of(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(f"{prefix}.") for prefix in prefixes)
+
+
+def decision_modules() -> list[Path]:
+    return sorted(path for path in (ROOT / "hooks").rglob("*.py") if not within(module_of(path), EDGES))
+
+
+def test_the_decision_never_imports_the_service() -> None:
+    """From the tree a reader sees where the decision ends: ``hooks/service/`` serves HTTP, ``hooks/cli/`` is the
+    command line, everything else in ``hooks/`` decides and renders.
+
+    Only the entry point (``__main__``) starts an edge.
     """
-    decision = sorted(path for path in (ROOT / "hooks").glob("*.py") if path.name != "__main__.py")
+    decision = decision_modules()
     assert decision
+    assert {module_of(path) for path in decision} >= {"hooks.handler", "hooks.lifecycle.gates", "hooks.trouble.grace"}
     found = [
         f"{path.relative_to(ROOT)}:{line}: {name}"
         for path in decision
-        for line, name in imports(path.read_text(), "hooks")
-        if name == "hooks.service" or name.startswith("hooks.service.")
+        for line, name in imports(path.read_text(), package_of(path))
+        if within(name, EDGES)
     ]
-    assert not found, "the decision imports the service:\n" + "\n".join(found)
+    assert not found, "the decision imports an edge (the service, the command line):\n" + "\n".join(found)
+
+
+def test_the_decision_imports_no_http_framework() -> None:
+    """HTTP is the service's: the decision answers bytes with a dict and raises typed errors, whose status the edge
+    chooses (``hooks/service/refusals.py``)."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in decision_modules()
+        for line, name in imports(path.read_text(), package_of(path))
+        if within(name, HTTP)
+    ]
+    assert not found, "the decision imports HTTP:\n" + "\n".join(found)
+    service = [name for path in (ROOT / "hooks" / "service").rglob("*.py") for _, name in imports(path.read_text(), "")]
+    assert any(within(name, HTTP) for name in service), "the check no longer sees the service's own HTTP imports"
+
+
+def test_the_two_edges_stand_side_by_side() -> None:
+    """The command line never loads the HTTP service, nor the service the command line (nor its YAML)."""
+    for edge, other in (("service", "hooks.cli"), ("cli", "hooks.service")):
+        found = [
+            f"{path.relative_to(ROOT)}:{line}: {name}"
+            for path in sorted((ROOT / "hooks" / edge).rglob("*.py"))
+            for line, name in imports(path.read_text(), package_of(path))
+            if within(name, (other,))
+        ]
+        assert not found, f"hooks/{edge}/ imports {other}:\n" + "\n".join(found)
 
 
 # The floors of the tree, bottom up: each imports only from the floors below it (or the standard library and

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hooks import pods, templates
+from hooks import pod_templates, template_choice
 from hooks.lifecycle import Decision, Phase, decide
-from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, StuckPod, TemplateRecord
+from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, TemplateRecord
 from hooks.spec import ShardDBSpec
+from hooks.trouble.stuck import StuckPod
 
 
 def spec(**changes: Any) -> ShardDBSpec:
@@ -43,7 +44,7 @@ def cache(replicas: int = 2, ready: int = 2, status_replicas: int | None = None,
 
 def made(shape: ShardDBSpec, component: str) -> TemplateRecord:
     """What a workload made by these hooks from ``shape`` records of its template."""
-    return TemplateRecord(inputs=templates.inputs(shape, component), epoch=templates.EPOCH)
+    return TemplateRecord(inputs=template_choice.inputs(shape, component), epoch=template_choice.EPOCH)
 
 
 def snapshot(**fields: Any) -> Snapshot:
@@ -51,11 +52,11 @@ def snapshot(**fields: Any) -> Snapshot:
     fields.setdefault("spec", spec())
     observed = fields.get("statefulset")
     if observed is not None and not observed.template:
-        template = pods.db_template("demo", fields["spec"])
+        template = pod_templates.db_template("demo", fields["spec"])
         fields["statefulset"] = replace(observed, template=template, made=made(fields["spec"], "db"))
     observed_cache = fields.get("cache")
     if observed_cache is not None and not observed_cache.template:
-        template = pods.cache_template("demo", fields["spec"])
+        template = pod_templates.cache_template("demo", fields["spec"])
         fields["cache"] = replace(observed_cache, template=template, made=made(fields["spec"], "cache"))
     return Snapshot(name="demo", namespace="default", generation=1, **fields)
 
@@ -438,7 +439,9 @@ def test_cache_rolls_once_every_shard_is_updated_ready_and_registered() -> None:
     changed = spec(cache={"image": "redis:8", "replicas": 2})
     observed = available()
     sts_view = (
-        replace(observed.statefulset, template=pods.db_template("demo", changed)) if observed.statefulset else None
+        replace(observed.statefulset, template=pod_templates.db_template("demo", changed))
+        if observed.statefulset
+        else None
     )
     decision = decide(replace(observed, spec=changed, statefulset=sts_view))
     assert not decision.cache_held

@@ -12,7 +12,7 @@ import yaml
 
 from hooks import handler, names
 from hooks.lifecycle import Phase, decide
-from hooks.snapshot import StuckPod
+from hooks.trouble.stuck import StuckPod
 from testbed.models.world import Obj, World, bring_up, sharddb
 
 from .hook import direct

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from hooks.contract import decode_sync
-from hooks.snapshot import Snapshot, observe
+from hooks.hook_request import decode_sync
+from hooks.observe import observe
+from hooks.snapshot import Snapshot
 from hooks.spec import ShardDBSpec
 from testbed.models.world import Obj, World, bring_up, sharddb
 

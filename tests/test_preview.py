@@ -204,7 +204,7 @@ def test_serving_loads_neither_the_preview_nor_yaml() -> None:
         "from hooks.service.app import create_app\n"
         "from hooks.service.serving import HookServer\n"
         "create_app()\n"
-        "print(sorted(m for m in ('yaml', 'hooks.preview') if m in sys.modules))\n"
+        "print(sorted(m for m in ('yaml', 'hooks.cli.preview', 'hooks.cli.stages') if m in sys.modules))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False

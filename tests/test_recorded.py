@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hooks import contract, handler, names
+from hooks import handler, hook_request, names
 from testbed.models.metacontroller import LAST_APPLIED, apply_update, desired_as_sent, difference, needs_update
 from tests.recorded import GROUPS, Exchange, exchanges, stored
 
@@ -47,7 +47,7 @@ TEMPLATE = ".spec.template."
 
 
 # What a pod template was made from, recorded on the StatefulSet and the cache Deployment by the first
-# answer after an upgrade: a metadata write, which restarts no pod (``hooks/templates.py``).
+# answer after an upgrade: a metadata write, which restarts no pod (``hooks/template_choice.py``).
 RECORD = tuple(
     f".metadata.annotations.{key}" for key in (names.TEMPLATE_INPUTS_ANNOTATION, names.TEMPLATE_EPOCH_ANNOTATION)
 )
@@ -77,9 +77,9 @@ def test_recorded_request_decodes(prefix: str) -> None:
     exchange = _exchange(prefix)
     body = json.dumps(exchange.request).encode()
     if exchange.path == "/customize":
-        assert contract.decode_customize(body).parent.metadata.name == "demo"
+        assert hook_request.decode_customize(body).parent.metadata.name == "demo"
     else:
-        request = contract.decode_sync(body)
+        request = hook_request.decode_sync(body)
         assert request.parent.metadata.name == "demo"
         assert request.finalizing == exchange.finalize
 

@@ -6,13 +6,14 @@ what the hooks report cannot leave a runbook describing something no user will s
 
 Each runbook's commands can be pasted into a shell as they are: they set the ShardDB they
 act on once, and every ``kubectl`` command names its namespace. The reasons the status
-docs list are the ones the hooks can give, read from ``hooks/lifecycle.py``.
+docs list are the ones the hooks can give, read from ``hooks/lifecycle/``.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import importlib
 import re
 import shlex
 from dataclasses import replace
@@ -22,9 +23,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hooks import lifecycle, pods
+from hooks import lifecycle, names, pod_templates
 from hooks.lifecycle import Decision, decide
-from hooks.snapshot import LostPod, MissingPod, SeedJobView, Snapshot, StuckPod
+from hooks.snapshot import SeedJobView, Snapshot
+from hooks.trouble.lost import LostPod
+from hooks.trouble.missing import MissingPod
+from hooks.trouble.stuck import StuckPod
 
 from .hook import moment
 from .test_lifecycle import available, cache, made, snapshot, spec, sts
@@ -72,7 +76,7 @@ def one_shard_down(**fields: object) -> Snapshot:
 def older_shard_template() -> Snapshot:
     """Available, the shards on a template an older release rendered from the same spec."""
     shape = spec()
-    older = copy.deepcopy(pods.db_template("demo", shape))
+    older = copy.deepcopy(pod_templates.db_template("demo", shape))
     older["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"] = ["sh", "-c", "pg_ctl stop"]
     return available(statefulset=replace(sts(seeded=3), template=older, made=made(shape, "db")))
 
@@ -389,7 +393,7 @@ Reasons = dict[tuple[str, bool], set[str]]
 
 
 class _Reader:
-    """Reads, from ``hooks/lifecycle.py``, every reason each ``ConditionState(...)`` can be given.
+    """Reads, from ``hooks/lifecycle/``, every reason each ``ConditionState(...)`` can be given.
 
     A reason written in a way this reader does not follow fails the test instead of being
     guessed: the reader must then learn it. A status that is not a literal (``bool(problems)``)
@@ -398,9 +402,19 @@ class _Reader:
     """
 
     def __init__(self) -> None:
-        self.tree = ast.parse(Path(lifecycle.__file__).read_text())
-        self.functions = {node.name: node for node in self.tree.body if isinstance(node, ast.FunctionDef)}
-        names_module = ast.parse((Path(lifecycle.__file__).parent / "names.py").read_text())
+        package = Path(lifecycle.__file__).parent
+        self.modules = [
+            importlib.import_module(f"hooks.lifecycle.{path.stem}") for path in sorted(package.glob("*.py"))
+        ]
+        self.functions: dict[str, ast.FunctionDef] = {}
+        for path in sorted(package.glob("*.py")):
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.FunctionDef):
+                    assert node.name not in self.functions, (
+                        f"{node.name} twice in hooks/lifecycle/: the reader needs one"
+                    )
+                    self.functions[node.name] = node
+        names_module = ast.parse(Path(names.__file__).read_text())
         self.foreign = {f"names.{node.name}": node for node in names_module.body if isinstance(node, ast.FunctionDef)}
 
     def reasons(self) -> Reasons:
@@ -441,9 +455,10 @@ class _Reader:
         raise AssertionError(f"cannot read the reason {ast.unparse(node)} (line {node.lineno})")
 
     def name(self, name: str, function: ast.FunctionDef) -> set[str]:
-        constant = getattr(lifecycle, name, None)
-        if isinstance(constant, str) and name.isupper():
-            return {constant}
+        constants = {getattr(module, name, None) for module in self.modules} - {None}
+        if name.isupper() and constants and all(isinstance(constant, str) for constant in constants):
+            assert len(constants) == 1, f"{name} has two values in hooks/lifecycle/"
+            return {str(constant) for constant in constants}
         assigned = [
             n.value
             for n in ast.walk(function)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from hooks import names, pods, templates
-from hooks.applied import LAST_APPLIED
+from hooks import names, pod_templates, template_choice
+from hooks.last_applied import LAST_APPLIED
 from hooks.spec import ShardDBSpec
 from testbed.models.world import Hook, Obj, World, bring_up, sharddb, step
 
@@ -36,7 +36,7 @@ def spec(**changes: Any) -> ShardDBSpec:
     return ShardDBSpec.model_validate(raw)
 
 
-# --- what shapes each template, held to pods.py's templates ------------------------------------
+# --- what shapes each template, held to pod_templates.py's templates ---------------------------
 
 DB_SHAPING = {
     "dbImage": "postgres:17",
@@ -72,7 +72,9 @@ NEITHER = {
 
 
 def render(component: str, shape: ShardDBSpec) -> Obj:
-    return pods.db_template("shop", shape) if component == "db" else pods.cache_template("shop", shape)
+    return (
+        pod_templates.db_template("shop", shape) if component == "db" else pod_templates.cache_template("shop", shape)
+    )
 
 
 @pytest.mark.parametrize(
@@ -82,7 +84,7 @@ def render(component: str, shape: ShardDBSpec) -> Obj:
 def test_a_field_that_shapes_a_template_changes_its_inputs(component: str, field: str, value: Any) -> None:
     changed = spec(**{field: value})
     assert render(component, changed) != render(component, spec()), "the field does not shape the template"
-    assert templates.inputs(changed, component) != templates.inputs(spec(), component)
+    assert template_choice.inputs(changed, component) != template_choice.inputs(spec(), component)
 
 
 @pytest.mark.parametrize(
@@ -96,13 +98,13 @@ def test_a_field_that_shapes_a_template_changes_its_inputs(component: str, field
 def test_a_field_that_does_not_shape_a_template_leaves_its_inputs(component: str, field: str, value: Any) -> None:
     changed = spec(**{field: value})
     assert render(component, changed) == render(component, spec()), "the field shapes the template after all"
-    assert templates.inputs(changed, component) == templates.inputs(spec(), component)
+    assert template_choice.inputs(changed, component) == template_choice.inputs(spec(), component)
 
 
 @pytest.mark.parametrize("component", ["db", "cache"])
 def test_a_value_spelled_as_its_default_changes_no_inputs(component: str) -> None:
     defaults = spec(db__port=5432, drainGracePeriodSeconds=60, cache__port=6379, cache__flushGracePeriodSeconds=30)
-    assert templates.inputs(defaults, component) == templates.inputs(spec(), component)
+    assert template_choice.inputs(defaults, component) == template_choice.inputs(spec(), component)
 
 
 # --- the choice -------------------------------------------------------------------------------------
@@ -113,78 +115,88 @@ RENDERED: Obj = {
 RUNNING: Obj = {"spec": {"containers": [{"name": "db", "image": "postgres:16", "env": [OLD_DEFAULT]}]}}
 
 
-def recorded(inputs: str | None = "abc", epoch: int | None = 1, applied: str | None = None) -> templates.Recorded:
-    return templates.Recorded(RUNNING, RUNNING, True, inputs, epoch, applied)
+def recorded(inputs: str | None = "abc", epoch: int | None = 1, applied: str | None = None) -> template_choice.Recorded:
+    return template_choice.Recorded(RUNNING, RUNNING, True, inputs, epoch, applied)
 
 
 def test_a_key_the_rendering_dropped_is_a_change_though_the_running_template_has_the_rest() -> None:
     """Metacontroller removes from the running template what its last answer had and this one lacks."""
-    running = templates.Recorded(RUNNING, RUNNING, True, "abc", 1, None)
+    running = template_choice.Recorded(RUNNING, RUNNING, True, "abc", 1, None)
     lacking = {"spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}
-    assert templates.choose(running, lacking, "abc", None, may_lag=False) == templates.Choice(RUNNING, waiting=True)
-    unrecorded = templates.Recorded(RUNNING, RUNNING, False, "abc", 1, None)
-    assert templates.choose(unrecorded, lacking, "abc", None, may_lag=False) == templates.Choice(lacking, waiting=False)
+    assert template_choice.choose(running, lacking, "abc", None, may_lag=False) == template_choice.Choice(
+        RUNNING, waiting=True
+    )
+    unrecorded = template_choice.Recorded(RUNNING, RUNNING, False, "abc", 1, None)
+    assert template_choice.choose(unrecorded, lacking, "abc", None, may_lag=False) == template_choice.Choice(
+        lacking, waiting=False
+    )
 
 
 def test_a_new_child_gets_the_rendered_template() -> None:
-    assert templates.choose(None, RENDERED, "abc", None, may_lag=False) == templates.Choice(RENDERED, waiting=False)
+    assert template_choice.choose(None, RENDERED, "abc", None, may_lag=False) == template_choice.Choice(
+        RENDERED, waiting=False
+    )
 
 
 def test_a_child_already_on_the_rendered_template_keeps_it_without_waiting() -> None:
-    same = templates.Recorded(RENDERED, RENDERED, True, None, None, None)
-    assert templates.choose(same, RENDERED, "abc", None, may_lag=False) == templates.Choice(RENDERED, waiting=False)
+    same = template_choice.Recorded(RENDERED, RENDERED, True, None, None, None)
+    assert template_choice.choose(same, RENDERED, "abc", None, may_lag=False) == template_choice.Choice(
+        RENDERED, waiting=False
+    )
 
 
 def test_an_unchanged_spec_keeps_the_running_template_and_says_a_newer_one_waits() -> None:
-    assert templates.choose(recorded(), RENDERED, "abc", None, may_lag=False) == templates.Choice(RUNNING, waiting=True)
+    assert template_choice.choose(recorded(), RENDERED, "abc", None, may_lag=False) == template_choice.Choice(
+        RUNNING, waiting=True
+    )
 
 
 def test_a_spec_change_that_shapes_the_pods_applies_the_rendered_template() -> None:
-    assert templates.choose(recorded(), RENDERED, "def", None, may_lag=False).template == RENDERED
+    assert template_choice.choose(recorded(), RENDERED, "def", None, may_lag=False).template == RENDERED
 
 
 def test_a_child_made_before_inputs_were_recorded_counts_as_made_from_an_unedited_spec() -> None:
-    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=False).waiting
+    assert template_choice.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=False).waiting
 
 
 def test_a_child_made_before_inputs_were_recorded_rolls_an_edit_made_since_the_last_answer() -> None:
-    assert templates.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=True) == templates.Choice(
+    assert template_choice.choose(recorded(inputs=None), RENDERED, "abc", None, may_lag=True) == template_choice.Choice(
         RENDERED, waiting=False
     )
 
 
 def test_a_recorded_child_trusts_its_record_over_the_generation() -> None:
     """An edit that shapes no pod of a recorded child (a scale) leaves its template as it runs."""
-    assert templates.choose(recorded(), RENDERED, "abc", None, may_lag=True).waiting
+    assert template_choice.choose(recorded(), RENDERED, "abc", None, may_lag=True).waiting
 
 
 def test_the_spec_is_edited_when_the_parent_is_newer_than_the_last_answer_saw() -> None:
-    assert templates.edited(5, answered=4)
-    assert not templates.edited(4, answered=4)
+    assert template_choice.edited(5, answered=4)
+    assert not template_choice.edited(4, answered=4)
 
 
 def test_without_a_status_only_a_never_edited_sharddb_counts_as_unedited() -> None:
-    assert not templates.edited(1, answered=None)
-    assert templates.edited(2, answered=None)
+    assert not template_choice.edited(1, answered=None)
+    assert template_choice.edited(2, answered=None)
 
 
 def test_the_status_remembers_what_a_child_without_a_record_lags_until_nothing_lags() -> None:
-    assert templates.unrecorded_generation(5, answered=4, unrecorded=True) == 4
-    assert templates.unrecorded_generation(5, answered=None, unrecorded=True) == 1
-    assert templates.unrecorded_generation(4, answered=4, unrecorded=True) is None
-    assert templates.unrecorded_generation(5, answered=4, unrecorded=False) is None
+    assert template_choice.unrecorded_generation(5, answered=4, unrecorded=True) == 4
+    assert template_choice.unrecorded_generation(5, answered=None, unrecorded=True) == 1
+    assert template_choice.unrecorded_generation(4, answered=4, unrecorded=True) is None
+    assert template_choice.unrecorded_generation(5, answered=4, unrecorded=False) is None
 
 
 def test_a_new_apply_templates_value_applies_the_rendered_template_once() -> None:
-    assert templates.choose(recorded(applied=None), RENDERED, "abc", "monday", may_lag=False).template == RENDERED
-    assert templates.choose(recorded(applied="monday"), RENDERED, "abc", "monday", may_lag=False).waiting
+    assert template_choice.choose(recorded(applied=None), RENDERED, "abc", "monday", may_lag=False).template == RENDERED
+    assert template_choice.choose(recorded(applied="monday"), RENDERED, "abc", "monday", may_lag=False).waiting
 
 
 def test_a_release_whose_change_cannot_wait_rolls_what_an_older_epoch_made(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(templates, "EPOCH", 2)
-    assert templates.choose(recorded(epoch=1), RENDERED, "abc", None, may_lag=False).template == RENDERED
-    assert templates.choose(recorded(epoch=None), RENDERED, "abc", None, may_lag=False).template == RENDERED
-    assert templates.choose(recorded(epoch=2), RENDERED, "abc", None, may_lag=False).waiting
+    monkeypatch.setattr(template_choice, "EPOCH", 2)
+    assert template_choice.choose(recorded(epoch=1), RENDERED, "abc", None, may_lag=False).template == RENDERED
+    assert template_choice.choose(recorded(epoch=None), RENDERED, "abc", None, may_lag=False).template == RENDERED
+    assert template_choice.choose(recorded(epoch=2), RENDERED, "abc", None, may_lag=False).waiting
 
 
 # --- through the hook, answers fed back ---------------------------------------------------------------
@@ -339,12 +351,12 @@ def test_the_memory_of_a_lagging_edit_goes_once_the_children_record_their_templa
     upgraded: World, hook: Hook
 ) -> None:
     upgraded.edit_spec(dbImage="postgres:17")
-    assert step(upgraded, hook)["status"][templates.UNRECORDED_GENERATION] == 1
-    assert templates.UNRECORDED_GENERATION not in step(upgraded, hook)["status"]
+    assert step(upgraded, hook)["status"][template_choice.UNRECORDED_GENERATION] == 1
+    assert template_choice.UNRECORDED_GENERATION not in step(upgraded, hook)["status"]
 
 
 def test_an_unedited_sharddb_writes_no_memory_of_a_lagging_edit(upgraded: World, hook: Hook) -> None:
-    assert templates.UNRECORDED_GENERATION not in step(upgraded, hook)["status"]
+    assert template_choice.UNRECORDED_GENERATION not in step(upgraded, hook)["status"]
 
 
 def test_the_answer_to_an_edit_is_a_fixed_point_while_its_child_write_fails(upgraded: World, hook: Hook) -> None:

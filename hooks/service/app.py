@@ -1,7 +1,8 @@
 """The routes: each hook call mapped to HTTP, counted, and logged in one line.
 
 Hook bodies are read raw and parsed by ``handler`` so the lifecycle never
-depends on FastAPI; this module only maps outcomes to HTTP. What refuses a
+depends on FastAPI; this module only maps outcomes to HTTP (a refusal's status is
+``refusals.http_status``). What refuses a
 request before a route reads it is in ``middleware``.
 """
 
@@ -16,9 +17,10 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from .. import __version__, errors, handler
+from .. import __version__, handler
 from ..clock import Clock, system_clock
-from . import logs, openapi
+from ..errors import HookError
+from . import logs, openapi, refusals
 from .auth import TokenFile
 from .etags import digest, etag, still_matches
 from .health import Health
@@ -81,14 +83,14 @@ def create_app(settings: Settings | None = None, clock: Clock = system_clock) ->
                     metrics.decisions.labels(outcome.phase).inc()
                     metrics.views.answered(outcome.parent, outcome.body, request_digest, now)
                 response = _json(outcome.body, headers={"ETag": etag(request_digest, outcome.fresh_until)})
-        except errors.HookError as error:
-            outcome_name, status = "client_error", error.status
+        except HookError as error:
+            outcome_name, status = "client_error", refusals.http_status(error)
             fields["error"] = error.message
-            response = _json({"detail": error.message}, status=error.status)
+            response = _json({"detail": error.message}, status=status)
         except Exception:  # never leak a traceback to Metacontroller; log it here
             outcome_name, status = "server_error", 500
             logger.exception("hook failed", extra={"fields": fields})
-            response = _json({"detail": errors.INTERNAL_ERROR}, status=500)
+            response = _json({"detail": refusals.INTERNAL_ERROR}, status=500)
         elapsed = time.perf_counter() - started
         metrics.calls.labels(hook, outcome_name).inc()
         metrics.latency.labels(hook).observe(elapsed)

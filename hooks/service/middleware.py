@@ -1,7 +1,7 @@
 """Pure ASGI middleware that refuses a request before any route reads it.
 
 Each refusal is a small JSON ``{"detail": ...}`` answer, sent as a Starlette response
-so no ASGI message is built by hand; the wording comes from ``errors``.
+so no ASGI message is built by hand; the wording comes from ``refusals``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import errors
+from . import refusals
 from .auth import REALM, TokenFile, presented_token
 
 Refused = Callable[[str, int], None]  # (path, status) of each refusal, for the metrics
@@ -46,7 +46,7 @@ class BearerAuth:
             return
         invalid = presented is not None
         challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
-        detail = errors.INVALID_TOKEN if invalid else errors.MISSING_TOKEN
+        detail = refusals.INVALID_TOKEN if invalid else refusals.MISSING_TOKEN
         response = JSONResponse({"detail": detail}, status_code=401, headers={"WWW-Authenticate": challenge})
         self.refused(scope["path"], 401)
         await response(scope, receive, send)
@@ -71,7 +71,7 @@ class BodyLimit:
         for key, value in scope["headers"]:
             if key == b"content-length" and value.isdigit() and int(value) > self.limit:
                 self.refused(scope["path"], 413)
-                await _closing(413, errors.body_too_large(self.limit))(scope, receive, send)
+                await _closing(413, refusals.body_too_large(self.limit))(scope, receive, send)
                 return
         received = 0
         complete = False
@@ -98,10 +98,10 @@ class BodyLimit:
             await self.app(scope, limited, send)
         except _TooLargeError:
             self.refused(scope["path"], 413)
-            await _closing(413, errors.body_too_large(self.limit))(scope, receive, send)
+            await _closing(413, refusals.body_too_large(self.limit))(scope, receive, send)
         except _SlowBodyError:
             self.refused(scope["path"], 408)
-            await _closing(408, errors.body_too_slow(self.timeout))(scope, receive, send)
+            await _closing(408, refusals.body_too_slow(self.timeout))(scope, receive, send)
         except _ClientGoneError:
             pass  # hung up mid-body: nobody is left to answer, and it is not the service's fault
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from ..contract import CustomizeRequest, SyncRequest
+from ..hook_request import CustomizeRequest, SyncRequest
 from ..spec import QUANTITY_PATTERN, ShardDBSpec
 
 REF = "#/components/schemas/{name}"

@@ -22,8 +22,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .. import errors
-from . import logs
+from . import logs, refusals
 from .health import Health
 from .settings import Settings
 
@@ -61,7 +60,7 @@ def guarded_protocol(
             if self._in_head:
                 self._head_bytes += len(data)
                 if self._head_bytes > max_head_bytes:
-                    self._refuse(431, errors.HEAD_TOO_LARGE)
+                    self._refuse(431, refusals.HEAD_TOO_LARGE)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
@@ -88,7 +87,7 @@ def guarded_protocol(
             self._head_timer = None
             if self.cycle is not None and not self.cycle.response_complete:
                 return  # a request is being answered; its own limits apply
-            self._refuse(408, errors.HEAD_TOO_SLOW)
+            self._refuse(408, refusals.HEAD_TOO_SLOW)
 
         def _refuse(self, status: int, detail: str) -> None:
             """Written straight to the socket: with no complete head there is no ASGI request to answer."""

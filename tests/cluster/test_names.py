@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from hooks import kinds, names
-from hooks.preview import preview
+from hooks.cli.stages import preview
 
 from .conftest import CRD_NAME
 from .kube import Kube, collection, error_message

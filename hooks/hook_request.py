@@ -256,7 +256,7 @@ def _check_passthrough(request: SyncRequest) -> None:
     for where, value in parts:
         problem = unfit(value, where)
         if problem:
-            raise errors.HookError(422, problem)
+            raise errors.InvalidRequestError(problem)
 
 
 def decode_customize(body: bytes) -> CustomizeRequest:
@@ -298,7 +298,7 @@ def observed_children(body: bytes) -> list[dict[str, Any]]:
                 raise errors.invalid(f"{where}.metadata.name", errors.FIELD_REQUIRED)
             problem = unfit(child, where)
             if problem:
-                raise errors.HookError(422, problem)
+                raise errors.InvalidRequestError(problem)
             out.append({"apiVersion": kind.api_version, "kind": kind.kind, **child})
     return out
 

@@ -1,27 +1,65 @@
-"""What the ShardDB asked for and does not have, and pods whose node is lost.
+"""What the ShardDB asked for and does not have: shard pods, children, a seed Job's pod, the cache's pods.
 
 Admission (a ResourceQuota, Pod Security, a LimitRange, a webhook) may refuse a shard pod or a
 child outright. The refusal is written only as an event (the StatefulSet controller's
 ``FailedCreate``, Metacontroller's ``SyncError``), which the hooks cannot read; what they can
 read is that the object does not exist. That counts once it has lasted the start grace, timed
 from when the hooks can know it was asked for: a StatefulSet's last spec write for its pods, the
-ShardDB's creation for a child. A pod on a node that stopped reporting shows it in its own
-status, and counts at once (the node lifecycle controller has already waited its grace).
+ShardDB's creation for a child.
 Pure: the caller passes the clock reading in; nothing here deletes or changes a child.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from . import kinds, names
-from .grace import NOUNS, SHOWN
-from .snapshot import LostPod, MissingPod, Snapshot
+from .. import kinds, names
+from ..hook_request import Pod
+from ..spec import MAX_SHARDS
+from .words import listed
+
+if TYPE_CHECKING:  # the snapshot holds what is found here; only the grace reads the whole of it
+    from ..snapshot import Snapshot
 
 
 @dataclass(frozen=True)
-class Absent:
+class MissingPod:
+    """A shard pod the StatefulSet asks for that does not exist, though its controller has tried.
+
+    ``since`` is when the StatefulSet last asked for more (created, or its spec last written): the
+    start grace is timed from it. Its controller's ``FailedCreate`` events say why (a quota, Pod
+    Security, a webhook); the hooks cannot read events, so they say where to look.
+    """
+
+    name: str
+    ordinal: int
+    since: datetime | None
+
+
+def missing_pods(
+    name: str, replicas: int, counted: int, caught_up: bool, found: Iterable[Pod], since: datetime | None
+) -> tuple[MissingPod, ...]:
+    """Shard pods the StatefulSet asks for (``replicas``), that its controller tried to create and could not.
+
+    Only once its controller has seen the latest spec (``caught_up``) and counts fewer pods than
+    it asks for: a pod deleted a moment ago, or created a moment before its event reached the
+    request, is no pod missing. So a rollout or a scale-up never reads as one.
+    """
+    if not caught_up or counted >= replicas:
+        return ()
+    present = {pod.metadata.name for pod in found if pod.metadata.labels.get(names.INSTANCE_LABEL) == name}
+    return tuple(
+        MissingPod(names.shard_pod_name(name, ordinal), ordinal, since)
+        for ordinal in range(min(replicas, MAX_SHARDS))
+        if names.shard_pod_name(name, ordinal) not in present
+    )
+
+
+@dataclass(frozen=True)
+class Missing:
     """What is missing at one clock reading, split by its grace."""
 
     pods: tuple[MissingPod, ...] = ()  # past the grace: Degraded names them
@@ -46,7 +84,7 @@ def _counts(end: datetime | None, now: datetime | None) -> bool:
     return now is None or end is None or now >= end
 
 
-def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
+def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Missing:
     """Missing shard pods, and (with ``children``: not while frozen) missing children, at ``snap.now``.
 
     A child is timed from the ShardDB's creation; without a readable one nothing says it is late.
@@ -64,62 +102,72 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Absent:
         elif end is not None:
             waiting.append(pod)
             ends.append(end)
-    absent: list[str] = []
-    holds: datetime | None = None
-    if children and snap.created is not None:
-        wanted = []
-        if snap.statefulset is None:
-            wanted.append(f"{kinds.STATEFULSET.kind} {names.db_name(snap.name)}")
-        if not snap.service:
-            wanted.append(f"{kinds.SERVICE.kind} {names.db_name(snap.name)}")
-        end = _end(snap.created, grace)
-        if wanted and _counts(end, now):
-            absent = wanted
-        elif wanted:
-            holds = end
-            # Once an earlier answer asked for it, a refused create is retried with a growing back-off:
-            # ask for the call at the grace's end rather than wait for a late retry. A first answer
-            # (every new ShardDB's) asks for none: its children are created in the next moment.
-            if snap.prior_conditions and end is not None:
-                ends.append(end)
+    absent, holds = _children(snap, grace, ends) if children and snap.created is not None else ((), None)
+    seeds = _seeds_refused(snap, grace, ends)
+    refused = _cache_refused(snap, grace, ends)
+    return Missing(
+        pods=tuple(failing),
+        pods_waiting=tuple(waiting),
+        children=absent,
+        cache_refused=refused,
+        seed_refused=seeds,
+        recheck_at=min(ends, default=None),  # every grace above still running
+        holds_until=holds,
+    )
+
+
+def _children(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> tuple[tuple[str, ...], datetime | None]:
+    """The shards' StatefulSet and Service, if missing past the grace; else when their grace runs out."""
+    wanted = []
+    if snap.statefulset is None:
+        wanted.append(f"{kinds.STATEFULSET.kind} {names.db_name(snap.name)}")
+    if not snap.service:
+        wanted.append(f"{kinds.SERVICE.kind} {names.db_name(snap.name)}")
+    end = _end(snap.created, grace)
+    if wanted and _counts(end, snap.now):
+        return tuple(wanted), None
+    if not wanted:
+        return (), None
+    # Once an earlier answer asked for it, a refused create is retried with a growing back-off:
+    # ask for the call at the grace's end rather than wait for a late retry. A first answer
+    # (every new ShardDB's) asks for none: its children are created in the next moment.
+    if snap.prior_conditions and end is not None:
+        ends.append(end)
+    return (), end
+
+
+def _seeds_refused(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> tuple[int, ...]:
+    """Shard counts of seed Jobs started with no pod past the grace; ``ends`` gets when the others' runs out."""
     seeds: list[int] = []
     for job in snap.seed_jobs:
         if job.podless_since is None or job.succeeded or job.failed:
             continue
         end = _end(job.podless_since, grace)
-        if _counts(end, now):
+        if _counts(end, snap.now):
             seeds.append(job.shards)
         elif end is not None:
             ends.append(end)  # the Job controller retries with a back-off the hooks would not see
-    refused = None
+    return tuple(seeds)
+
+
+def _cache_refused(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> str | None:
+    """The cache's refused create past the grace; within it, ``ends`` gets when the grace runs out."""
     cache = snap.cache
-    if cache is not None and cache.refused is not None:
-        end = _end(cache.refused_since, grace)
-        if _counts(end, now):
-            refused = cache.refused
-        elif end is not None:
-            ends.append(end)  # the ReplicaSet controller retries with no change the hooks would see
-    return Absent(
-        pods=tuple(failing),
-        pods_waiting=tuple(waiting),
-        children=tuple(absent),
-        cache_refused=refused,
-        seed_refused=tuple(seeds),
-        recheck_at=min(ends, default=None),
-        holds_until=holds,
-    )
-
-
-def _listed(items: list[str]) -> str:
-    shown = ", ".join(items[:SHOWN])
-    return shown + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+    if cache is None or cache.refused is None:
+        return None
+    end = _end(cache.refused_since, grace)
+    if _counts(end, snap.now):
+        return cache.refused
+    if end is not None:
+        ends.append(end)  # the ReplicaSet controller retries with no change the hooks would see
+    return None
 
 
 def pods_message(name: str, pods: tuple[MissingPod, ...], grace_seconds: int) -> str:
     """``shard pod demo-db-1 does not exist 120 s after the StatefulSet asked for it: read …``."""
-    listed = [pod.name for pod in pods]
-    one = len(listed) == 1
-    subject = f"shard pod{'' if one else 's'} {_listed(listed)} {'does' if one else 'do'} not exist"
+    pod_names = [pod.name for pod in pods]
+    one = len(pod_names) == 1
+    subject = f"shard pod{'' if one else 's'} {listed(pod_names)} {'does' if one else 'do'} not exist"
     db = names.db_name(name)
     return (
         f"{subject} {grace_seconds} s after the StatefulSet asked for {'it' if one else 'them'}: "
@@ -129,8 +177,8 @@ def pods_message(name: str, pods: tuple[MissingPod, ...], grace_seconds: int) ->
 
 def waiting_message(pods: tuple[MissingPod, ...]) -> str:
     """``1 shard pod waiting to be created: demo-db-2``: the StatefulSet controller tried and will retry."""
-    listed = [pod.name for pod in pods]
-    return f"{len(listed)} shard pod{'' if len(listed) == 1 else 's'} waiting to be created: {_listed(listed)}"
+    pod_names = [pod.name for pod in pods]
+    return f"{len(pod_names)} shard pod{'' if len(pod_names) == 1 else 's'} waiting to be created: {listed(pod_names)}"
 
 
 def children_message(name: str, children: tuple[str, ...], grace_seconds: int) -> str:
@@ -157,38 +205,4 @@ def cache_message(name: str, refused: str) -> str:
     return (
         f"cache pods cannot be created: {refused}; read `kubectl describe deployment {names.cache_name(name)}` "
         "(its ReplicaFailure condition) and its ReplicaSet's FailedCreate events"
-    )
-
-
-def _on_node(pods: list[LostPod]) -> str:
-    by_noun: dict[str, list[str]] = {}
-    for pod in pods:
-        by_noun.setdefault(NOUNS.get(pod.component, pod.component or "other"), []).append(pod.name)
-    return ", ".join(f"{noun} {_listed(listed)}" for noun, listed in by_noun.items())
-
-
-def lost_message(pods: tuple[LostPod, ...]) -> str:
-    """Per lost node, the condition that shows it and the shards and cache pods on it."""
-    nodes: dict[str, list[LostPod]] = {}
-    for pod in pods:
-        nodes.setdefault(pod.node, []).append(pod)
-    return "; ".join(
-        f"node {node} is lost, as its pods show ({on[0].evidence}): on it {_on_node(on)}; "
-        f"read `kubectl describe node {node}`"
-        for node, on in nodes.items()
-    )
-
-
-def blocked_message(pods: tuple[LostPod, ...], component: str) -> str:
-    """What a stopping step waits for on a lost node, and what a person may do (empty if nothing)."""
-    blocking = [pod for pod in pods if pod.component == component]
-    if not blocking:
-        return ""
-    nodes = sorted({pod.node for pod in blocking})
-    listed = _listed([pod.name for pod in blocking])
-    where = f"node{'' if len(nodes) == 1 else 's'} {', '.join(nodes)}"
-    return (
-        f"{listed} {'is' if len(blocking) == 1 else 'are'} on {where}, which is lost ({blocking[0].evidence}): "
-        f"once the node is known to be gone, taint it `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` "
-        f"or `kubectl delete pod <pod> --grace-period=0 --force`"
     )

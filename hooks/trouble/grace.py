@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from . import names
-from .snapshot import CORDONED, STUCK_ORDER, VOLUME_NODE, VOLUME_NODE_CORDONED, StuckPod
+from .stuck import CORDONED, STUCK_ORDER, VOLUME_NODE, VOLUME_NODE_CORDONED, StuckPod
+from .words import NOUNS, listed
 
 # Troubles that may pass by themselves, and what a pod with one waits for.
 WAITS_FOR = {
@@ -83,10 +83,6 @@ def waits_for(pod: StuckPod) -> str:
     )
 
 
-NOUNS = {names.DB: "shard", names.SEED: "seed", names.CACHE: "cache"}
-SHOWN = 3  # pods named per group; the rest are counted
-
-
 def waiting_message(waiting: tuple[StuckPod, ...]) -> str:
     """What the waiting pods wait for, per component and trouble: ``1 shard pod waiting to be scheduled: x-db-2``.
 
@@ -106,7 +102,7 @@ def waiting_message(waiting: tuple[StuckPod, ...]) -> str:
     for group in sorted(groups, key=rank):
         component, _, phrase = group
         pods = groups[group]
-        shown = ", ".join(pods[:SHOWN]) + (f" and {len(pods) - SHOWN} more" if len(pods) > SHOWN else "")
+        shown = listed(pods)
         plural = "" if len(pods) == 1 else "s"
         noun = NOUNS.get(component, component or "other")
         parts.append(f"{len(pods)} {noun} pod{plural} waiting {phrase}: {shown}")

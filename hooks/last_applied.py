@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .contract import unfit
+from .hook_request import unfit
 
 # Metacontroller's record, on each child, of the object the hooks last asked for.
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 
 
-def last_applied(recorded: str | None) -> dict[str, Any] | None:
+def read(recorded: str | None) -> dict[str, Any] | None:
     """The object last asked for, from a child's record of it; None if absent or unfit to send again."""
     try:
         last = json.loads(recorded) if recorded else None

@@ -1,0 +1,114 @@
+"""Which pod template each workload gets and where a template change stands: ``template_choice`` for each
+running child, applied to shards and cache together so the cache rolls only once every shard has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .. import names, pod_templates, template_choice
+from ..last_applied import contains
+from ..snapshot import Snapshot, TemplateRecord
+from .decision import ROLLING_UPDATE
+
+
+@dataclass(frozen=True)
+class Templates:
+    """The template chosen for each workload, and what each was made from."""
+
+    db: template_choice.Choice
+    cache: template_choice.Choice
+    db_made: TemplateRecord
+    cache_made: TemplateRecord
+
+    @property
+    def newer(self) -> tuple[str, ...]:
+        """The parts whose newer template is held back (the status's ``newerTemplates``)."""
+        return tuple(part for part, choice in (("shards", self.db), ("cache", self.cache)) if choice.waiting)
+
+
+def choose_templates(snap: Snapshot, with_cache: bool) -> Templates:
+    """A running child keeps its template until its user asks for the one these hooks render."""
+    spec, sts, cache = snap.spec, snap.statefulset, snap.cache
+    db_made = made(snap, template_choice.inputs(spec, names.DB))
+    cache_made = made(snap, template_choice.inputs(spec, names.CACHE))
+    edited = template_choice.edited(snap.generation, snap.answered_generation)
+    rendered_db = pod_templates.db_template(snap.name, spec)
+    db_choice = _choose(snap, sts.recorded() if sts else None, rendered_db, db_made, edited)
+    cache_choice = template_choice.Choice({}, waiting=False)
+    if with_cache:
+        rendered = pod_templates.cache_template(snap.name, spec)
+        # An older version held the cache's template while the shards rolled (they roll first).
+        lagging = edited or _shards_were_rolling(snap)
+        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made, lagging)
+    return Templates(db_choice, cache_choice, db_made, cache_made)
+
+
+def _choose(
+    snap: Snapshot,
+    recorded: template_choice.Recorded | None,
+    rendered: dict[str, Any],
+    made_from: TemplateRecord,
+    may_lag: bool,
+) -> template_choice.Choice:
+    return template_choice.choose(recorded, rendered, made_from.inputs or "", snap.apply_templates, may_lag=may_lag)
+
+
+def _shards_were_rolling(snap: Snapshot) -> bool:
+    """The shards roll, or the last answer said a rollout ran: a cache change may have waited for them."""
+    sts = snap.statefulset
+    rolling = sts is not None and not sts.rollout.settled(sts.replicas)
+    return rolling or any(c.type == "Progressing" and c.reason == ROLLING_UPDATE for c in snap.prior_conditions)
+
+
+def made(snap: Snapshot, inputs: str) -> TemplateRecord:
+    """What a template rendered or kept now was made from: this spec's ``inputs``, this epoch, this request."""
+    return TemplateRecord(inputs, template_choice.EPOCH, snap.apply_templates)
+
+
+def _superseded(record: TemplateRecord) -> TemplateRecord:
+    """A kept template whose spec has changed since: never mistaken for one made from the current spec."""
+    return replace(record, inputs=record.inputs or template_choice.SUPERSEDED)
+
+
+@dataclass(frozen=True)
+class Rolling:
+    """Where a template change stands at one request."""
+
+    shards_rolling: bool  # the shard template is changing or not yet on every shard
+    cache_rolling: bool
+    cache_held: bool  # a cache change waits for the shards
+    shards_updated: int
+    # The StatefulSet controller has not read the latest spec: its status still describes the last one.
+    shards_unobserved: bool = False
+
+
+def rolling(snap: Snapshot, shards: int, ready: int, all_registered: bool, chosen: Templates) -> Rolling:
+    """Where a template change stands: shards first; the cache once every shard is updated and serving."""
+    sts, cache = snap.statefulset, snap.cache
+    if sts is None:
+        return Rolling(False, False, False, 0)
+    unobserved = sts.rollout.observed_generation < sts.rollout.generation
+    db_pending = not contains(sts.template, chosen.db.template)
+    # A template rollout, not a scale change: only that restarts serving shards on purpose.
+    shards_rolling = db_pending or sts.rollout.new_revision()
+    shards_settled = not shards_rolling and sts.rollout.settled(sts.replicas) and ready >= shards and all_registered
+    cache_pending = cache is not None and not contains(cache.template, chosen.cache.template)
+    cache_held = cache_pending and not shards_settled
+    cache_rolling = cache is not None and (
+        (cache_pending and not cache_held) or not cache.rollout.settled(cache.replicas)
+    )
+    updated = 0 if db_pending else sts.rollout.updated
+    return Rolling(shards_rolling, cache_rolling, cache_held, updated, shards_unobserved=unobserved)
+
+
+def cache_answer(snap: Snapshot, plan: Rolling, chosen: Templates) -> tuple[dict[str, Any], TemplateRecord]:
+    """The cache's template and its record: held for the shards, it keeps both as they are.
+
+    The change it waits for rolls it after them, so its record must not claim the current spec.
+    """
+    cache = snap.cache
+    if plan.cache_held and cache is not None:
+        return cache.held_template() or chosen.cache.template, _superseded(cache.made)
+    return chosen.cache.template, chosen.cache_made

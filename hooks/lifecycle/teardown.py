@@ -1,0 +1,144 @@
+"""The gates run backwards, for deletion and hibernation: the cache stops first, then the shards, never a
+step early; a teardown creates nothing, never grows the StatefulSet and keeps every pod template.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import names, pod_templates, template_choice
+from ..snapshot import Snapshot
+from . import kept
+from .decision import ConditionState, Decision, Phase
+from .rollout import made
+from .wording import blocked
+
+
+def finalize(snap: Snapshot) -> Decision:
+    """Teardown: budgets and cache gone, then shards to zero and gone; never a step early.
+
+    The disruption budgets and the cache Service are left out of every finalize
+    answer (so Metacontroller deletes them); the shards drain only once none is observed.
+    """
+    sts = snap.statefulset
+    cache = snap.cache
+    cache_busy = _cache_busy(snap)
+    # Never grow during deletion: keep what is observed until the cache and the budgets are gone.
+    shards = (sts.replicas if sts else 0) if (cache_busy or snap.budgets) else 0
+    if cache_busy:
+        phase = Phase.DRAINING_CACHE
+        message = blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
+    elif snap.budgets:
+        phase = Phase.DRAINING_CACHE
+        message = "waiting for the disruption budgets to be deleted"
+    elif _shards_busy(snap) or (sts is not None and shards != sts.replicas):
+        phase = Phase.DRAINING_SHARDS
+        message = blocked(snap, f"waiting for {snap.shard_pods} shard pods to drain and exit", names.DB)
+    else:
+        phase = Phase.FINALIZED
+        message = "cache and shards are gone; volumes are kept"
+    done = phase == Phase.FINALIZED
+    conditions = (
+        ConditionState("Available", False, "Deleting", "the ShardDB is being deleted"),
+        ConditionState("Progressing", not done, phase.value, message),
+        ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
+    )
+    return stopping(snap, phase, shards, 0 if cache is not None else None, conditions, finalized=done)
+
+
+def hibernate(snap: Snapshot) -> Decision:
+    """Sleep in the teardown order, keeping the StatefulSet (at zero), its volumes, Service and seed memory.
+
+    A running seed is let finish first; then budgets and the cache's Service go, the cache
+    scales to zero and goes; then the shards scale to zero. Waking is an ordinary sync:
+    the shards come back on their volumes, registered, then the cache; no seed runs again.
+    """
+    sts = snap.statefulset
+    cache = snap.cache
+    observed_shards = sts.replicas if sts else 0
+    seed_running = any(not (job.succeeded or job.failed) for job in snap.seed_jobs)
+    cache_busy = _cache_busy(snap)
+    shards_busy = _shards_busy(snap)
+    if seed_running:
+        shards, cache_replicas = max(snap.spec.shards, observed_shards), (0 if cache else None)
+        message = "waiting for the running seed Job to finish before the shards stop"
+    elif cache_busy or cache is not None or snap.budgets:
+        shards, cache_replicas = observed_shards, (0 if cache_busy and cache else None)
+        message = blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
+    else:
+        shards, cache_replicas = 0, None
+        draining = f"waiting for {snap.shard_pods} shard pods to drain and exit"
+        message = blocked(snap, draining, names.DB) if shards_busy else ""
+    asleep = not (seed_running or cache_busy or cache is not None or snap.budgets or shards_busy)
+    phase = Phase.HIBERNATED if asleep else Phase.HIBERNATING
+    if asleep:
+        message = "shards and cache are stopped; volumes and seed memory are kept"
+    conditions = (
+        ConditionState("Available", False, "Hibernated", "spec.hibernated is true"),
+        ConditionState("Progressing", not asleep, phase.value, message),
+        ConditionState("Degraded", False, "AsExpected", "No problems observed."),
+    )
+    return stopping(snap, phase, shards, cache_replicas, conditions)
+
+
+def _cache_busy(snap: Snapshot) -> bool:
+    """A cache pod exists (a Terminating one may still be flushing), or the Deployment still has replicas."""
+    cache = snap.cache
+    return snap.cache_pods > 0 or (cache is not None and (cache.status_replicas > 0 or cache.replicas > 0))
+
+
+def _shards_busy(snap: Snapshot) -> bool:
+    """A shard pod exists (a Terminating one may still be draining), or the StatefulSet still has replicas."""
+    sts = snap.statefulset
+    return snap.shard_pods > 0 or (sts is not None and (sts.status_replicas > 0 or sts.replicas > 0))
+
+
+def unfit_name(snap: Snapshot, reason: str, message: str) -> Decision:
+    """A name no child can run under (an older CRD let it in): create nothing, keep what exists."""
+    sts = snap.statefulset
+    conditions = (
+        ConditionState("Available", False, reason, "no child can run under this name"),
+        ConditionState("Progressing", False, reason, "nothing is created until the ShardDB is recreated"),
+        ConditionState("Degraded", True, reason, message),
+    )
+    phase = Phase(reason)
+    cache_replicas = snap.cache.replicas if snap.cache else None
+    return replace(stopping(snap, phase, sts.replicas if sts else 0, cache_replicas, conditions), frozen=True)
+
+
+def stopping(
+    snap: Snapshot,
+    phase: Phase,
+    shards: int,
+    cache_replicas: int | None,
+    conditions: tuple[ConditionState, ...],
+    finalized: bool = False,
+) -> Decision:
+    """A teardown's answer (deletion or hibernation): no new seed, no budgets, no cache Service."""
+    sts, cache = snap.statefulset, snap.cache
+    size, storage_class = kept.storage(snap)
+    policy, claim_templates = kept.immutable(snap)
+    return Decision(
+        phase=phase,
+        shards=shards,
+        storage_size=size,
+        storage_class=storage_class,
+        seeded_shards=kept.seeded(snap),
+        seed_jobs=tuple(job.shards for job in snap.seed_jobs),
+        cache_replicas=cache_replicas,
+        ready_shards=sts.ready if sts else 0,
+        registered_shards=len(snap.registered),
+        cache_ready_replicas=cache.ready if cache else 0,
+        cache_ready=False,
+        conditions=conditions,
+        finalized=finalized,
+        pod_management_policy=policy,
+        claim_templates=claim_templates,
+        # A spec edited while stopping waits for the next start: no pod restarts on a new template now.
+        cache_held=cache is not None,
+        db_template=(sts.held_template() if sts else {}) or pod_templates.db_template(snap.name, snap.spec),
+        cache_template=cache.held_template() if cache else {},
+        # A teardown keeps each template as it is, and so what it says it was made from.
+        db_made=sts.made if sts else made(snap, template_choice.inputs(snap.spec, names.DB)),
+        cache_made=cache.made if cache else made(snap, template_choice.inputs(snap.spec, names.CACHE)),
+    )

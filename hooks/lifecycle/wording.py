@@ -1,0 +1,204 @@
+"""The words of the status, apart from the decisions they report: each condition's reason and message as
+``kubectl describe`` shows them (``tests/test_runbooks.py`` reads the reasons from this package).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import names
+from ..snapshot import Snapshot
+from ..trouble import grace, lost, missing
+from ..trouble.stuck import StuckPod
+from .decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
+from .kept import same_storage
+from .rollout import Rolling
+
+SHOWN_PODS = 3  # per component; the rest are counted
+MESSAGE_MAX = 1024  # a condition message stays readable in `kubectl describe`
+
+CHILDREN_MISSING = "ChildrenMissing"
+SHARD_PODS_MISSING = "ShardPodsMissing"
+NODE_LOST = "NodeLost"
+CACHE_PODS_MISSING = "CachePodsMissing"
+SEED_PODS_MISSING = "SeedPodsMissing"
+
+APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new value> to roll it"
+
+
+def capped(message: str) -> str:
+    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+def absent_problems(snap: Snapshot, unmet: missing.Missing) -> list[tuple[str, str]]:
+    """Children and shard pods that do not exist past the grace, and pods on a lost node: nothing runs there."""
+    grace_seconds = snap.spec.pod_start_grace_seconds
+    problems: list[tuple[str, str]] = []
+    if unmet.children:
+        problems.append((CHILDREN_MISSING, missing.children_message(snap.name, unmet.children, grace_seconds)))
+    if unmet.pods:
+        problems.append((SHARD_PODS_MISSING, missing.pods_message(snap.name, unmet.pods, grace_seconds)))
+    if snap.lost_pods:
+        problems.append((NODE_LOST, lost.lost_message(snap.lost_pods)))
+    if unmet.seed_refused:
+        problems.append((SEED_PODS_MISSING, missing.seed_message(snap.name, unmet.seed_refused, grace_seconds)))
+    if unmet.cache_refused is not None:
+        problems.append((CACHE_PODS_MISSING, missing.cache_message(snap.name, unmet.cache_refused)))
+    return problems
+
+
+def worse_than_asked(
+    snap: Snapshot,
+    failing_pods: tuple[StuckPod, ...],
+    shards: int,
+    seed_failed: bool,
+    size: str,
+    storage_class: str | None,
+    serving_ok: bool,
+) -> list[tuple[str, str]]:
+    """Reasons the ShardDB is worse than asked for, most pressing first."""
+    spec = snap.spec
+    problems: list[tuple[str, str]] = []
+    failing = _failing_pods(failing_pods)
+    if names.DB in failing:
+        problems.append(("ShardPodsFailing", f"shard pods cannot start: {failing[names.DB]}"))
+    if seed_failed:
+        problems.append(("SeedFailed", f"{_seed_failure(snap, shards)}; inspect its logs, then delete it to retry"))
+    if names.SEED in failing:
+        problems.append(("SeedPodsFailing", f"seed pods cannot start: {failing[names.SEED]}"))
+    if snap.cache is not None and not serving_ok:
+        problems.append(("ShardsUnavailable", "the cache is up but not every serving shard is ready and registered"))
+    if names.CACHE in failing:
+        problems.append(("CachePodsFailing", f"cache pods cannot start: {failing[names.CACHE]}"))
+    if snap.cache is not None and snap.cache.stuck:
+        problems.append(("CacheRolloutStuck", "the cache Deployment exceeded its progress deadline"))
+    if spec.shards < shards:
+        problems.append(
+            (
+                "ShrinkRefused",
+                f"spec.shards={spec.shards} is below the {shards} shards that exist; "
+                f"shards never shrink (their data would be lost), keeping {shards}",
+            )
+        )
+    if not same_storage(size, storage_class, spec.storage.size, spec.storage.storage_class_name):
+        problems.append(
+            (
+                "StorageImmutable",
+                f"spec.storage cannot change once shards exist; keeping size {size}"
+                + (f" and class {storage_class}" if storage_class else ""),
+            )
+        )
+    return problems
+
+
+def _failing_pods(failing: tuple[StuckPod, ...]) -> dict[str, str]:
+    """Per component, the pods that cannot start and why, most pressing first (snapshot order)."""
+    listed: dict[str, list[str]] = {}
+    for pod in failing:
+        listed.setdefault(pod.component, []).append(
+            f"{pod.name}: {pod.reason}" + (f" ({pod.detail})" if pod.detail else "")
+        )
+    return {
+        component: ", ".join(lines[:SHOWN_PODS])
+        + (f" and {len(lines) - SHOWN_PODS} more" if len(lines) > SHOWN_PODS else "")
+        for component, lines in listed.items()
+    }
+
+
+def _seed_failure(snap: Snapshot, shards: int) -> str:
+    """Which seed Job failed and the Job controller's reason (a deadline, too many retries)."""
+    job = snap.seed_job(shards)
+    text = f"seed Job {names.seed_job_name(snap.name, shards)} failed"
+    if job is not None and job.reason:
+        text += f": {job.reason}" + (f" ({job.message})" if job.message else "")
+    return text
+
+
+def progressing(
+    snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool, plan: Rolling
+) -> ConditionState:
+    """Moving toward the spec: the lifecycle's next gate, else a rollout, else complete."""
+    if seed_failed:
+        return ConditionState("Progressing", False, "SeedFailed", _seed_failure(snap, shards))
+    if phase != Phase.AVAILABLE:
+        return ConditionState(
+            "Progressing", True, phase.value, _progress_message(snap, phase, shards, ready, registered)
+        )
+    if plan.shards_rolling:
+        waiting = "; the cache rolls after them" if plan.cache_held else ""
+        message = f"{plan.shards_updated}/{shards} shards updated{waiting}"
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
+    if plan.shards_unobserved and snap.statefulset is not None:
+        # Its revisions are the last spec's until it reads this one: "all updated" would be a lie.
+        generation = snap.statefulset.rollout.generation
+        message = f"the StatefulSet's controller has not yet observed its generation {generation}"
+        return ConditionState("Progressing", True, STATEFULSET_UPDATED, message)
+    if plan.cache_held:
+        message = f"shards updated; the cache waits until all {shards} are ready and registered"
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
+    if plan.cache_rolling and snap.cache is not None:
+        message = f"cache {snap.cache.rollout.updated}/{snap.spec.cache.replicas} replicas updated"
+        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
+    return ConditionState("Progressing", False, COMPLETE, f"{shards} shards seeded, registered and cached")
+
+
+def _progress_message(snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int) -> str:
+    if phase == Phase.PROVISIONING:
+        return f"{ready}/{shards} shards ready"
+    if phase == Phase.SEEDING:
+        return f"seeding {shards} shards"
+    if phase == Phase.REGISTERING:
+        return f"{registered}/{shards} shards registered in discovery"
+    ready_cache = snap.cache.ready if snap.cache else 0
+    return f"cache {ready_cache}/{snap.spec.cache.replicas} replicas ready"
+
+
+def waiting(progressing: ConditionState, pods: tuple[StuckPod, ...], uncreated: str = "") -> ConditionState:
+    """Pods within their grace keep the ShardDB progressing, and the message says what they wait for.
+
+    A stop that needs a person (a failed seed) stays a stop.
+    """
+    if not pods and not uncreated:
+        return progressing
+    message = "; ".join(part for part in (uncreated, grace.waiting_message(pods)) if part)
+    if progressing.status:
+        return replace(progressing, message=capped(f"{progressing.message}; {message}"))
+    if progressing.reason == COMPLETE:
+        return ConditionState("Progressing", True, "PodsStarting", capped(message))
+    return progressing
+
+
+def newer_waiting(progressing: ConditionState, newer: tuple[str, ...]) -> ConditionState:
+    """Once nothing else moves, Progressing says which newer template waits, and how to roll it."""
+    if not newer or progressing.status:
+        return progressing
+    held = f"; a newer pod template waits for the {' and the '.join(newer)}: {APPLY_HINT}"
+    return replace(progressing, message=capped(progressing.message + held))
+
+
+def available_reason(snap: Snapshot, available: bool, serving_ok: bool, phase: Phase) -> str:
+    if available:
+        return "Ready"
+    if snap.cache is not None:
+        return "CacheNotReady" if serving_ok else "ShardsUnavailable"
+    return phase.value
+
+
+def available_message(snap: Snapshot, available: bool, ready: int, serving: int, tolerated: int) -> str:
+    if available:
+        restarting = " (one restarting for a rolling update)" if tolerated and ready < serving else ""
+        return f"{serving} shards and the cache are serving{restarting}"
+    if snap.cache is None:
+        return "the cache has not started yet"
+    cache = f"cache {snap.cache.ready}/{snap.spec.cache.replicas} ready"
+    return f"{min(ready, serving)}/{serving} serving shards ready; {cache}"
+
+
+def degraded_message(problems: list[tuple[str, str]]) -> str:
+    return capped("; ".join(message for _, message in problems)) if problems else "No problems observed."
+
+
+def blocked(snap: Snapshot, message: str, component: str) -> str:
+    """A stopping step's message, with what blocks it on a lost node and what a person may do."""
+    on_lost_node = lost.blocked_message(snap.lost_pods, component)
+    return capped(f"{message}; {on_lost_node}") if on_lost_node else message
