@@ -40,7 +40,10 @@ TWO = Plan(members=2, synchronous=True)
 OWNER: Obj = {
     "apiVersion": names.API_VERSION,
     "kind": names.KIND,
-    "metadata": {"name": "demo", "namespace": "shop", "uid": "0000-uid"},
+    "name": "demo",
+    "uid": "00000000-0000-0000-0000-000000000000",
+    "controller": True,
+    "blockOwnerDeletion": True,
 }
 
 
