@@ -159,8 +159,10 @@ class PatroniConfig:
                     "superuser": {"username": SUPERUSER},
                     "replication": {"username": REPLICATION_USER},
                 },
+                # Trust on the pod's own socket only (as the official image does, and as the image
+                # recipe's Patroni tests ran); every address needs a password.
                 "pg_hba": [
-                    "local all all scram-sha-256",
+                    "local all all trust",
                     f"host replication {REPLICATION_USER} all scram-sha-256",
                     "host all all all scram-sha-256",
                 ],

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from hooks import handler, names, patroni, pods, replication
@@ -647,3 +648,14 @@ def test_every_list_the_merge_replaces_whole_is_rendered_as_stored() -> None:
     for var in container(objects)["env"]:
         if "valueFrom" in var and "fieldRef" in var["valueFrom"]:
             assert var["valueFrom"]["fieldRef"]["apiVersion"] == "v1"
+
+
+def test_patroni_reads_the_configuration_as_yaml() -> None:
+    text = statefulset(rendered())["spec"]["template"]["metadata"]["annotations"][patroni.CONFIG_ANNOTATION]
+    assert yaml.safe_load(text) == json.loads(text)
+
+
+def test_every_address_needs_a_password() -> None:
+    rules = config(rendered())["postgresql"]["pg_hba"]
+    assert all(rule.endswith(" scram-sha-256") for rule in rules if rule.startswith("host"))
+    assert [rule for rule in rules if not rule.startswith("host")] == ["local all all trust"]
