@@ -299,6 +299,23 @@ class Cache(PodFields):
     _integral = field_validator("replicas", "flush_grace_period_seconds", "port", mode="before")(_integral)
 
 
+MAX_MEMBERS = 3
+
+
+class Replication(_Spec):
+    """Copies of each shard: 1 is today's single PostgreSQL; 2 or 3 run it under Patroni (``hooks/replication.py``).
+
+    Three at most: one synchronous standby gives the guarantee (a commit on two members), a third
+    keeps it through the loss of one; more buys nothing Patroni's failover uses.
+    """
+
+    members: Annotated[int, Field(ge=1, le=MAX_MEMBERS)] = 1
+    # An acknowledged commit is on two members; false trades that for never waiting on a standby.
+    synchronous: bool = True
+
+    _integral = field_validator("members", mode="before")(_integral)
+
+
 class ShardDBSpec(_Spec):
     shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)]
     db_image: NonEmpty = Field(alias="dbImage")
@@ -309,6 +326,7 @@ class ShardDBSpec(_Spec):
     db: DbPod = DbPod()
     cache: Cache
     storage: Storage = Storage()
+    replication: Replication = Replication()
     seed_command: Command | None = Field(default=None, alias="seedCommand")
     # A seed that waits forever on a shard that never answers must end as a failure.
     seed_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SEED_TIMEOUT_SECONDS)] = Field(

@@ -54,6 +54,7 @@ def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> No
         "db": {"port": 5432, "dataPath": "/var/lib/postgresql/data"},
         "cache": {"image": "redis:7", "replicas": 1, "flushGracePeriodSeconds": 30, "port": 6379},
         "storage": {"size": "1Gi"},
+        "replication": {"members": 1, "synchronous": True},
         "seedTimeoutSeconds": 3600,
         "drainGracePeriodSeconds": 60,
         "podStartGraceSeconds": 120,
