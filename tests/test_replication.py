@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from hooks import handler, names, patroni, pods, replication
+from hooks import handler, names, patroni, pod_templates, replication
 from hooks.replication import (
     SINGLE_COPY,
     Endpoint,
@@ -62,7 +62,7 @@ def claims() -> list[Obj]:
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": {"name": pods.DATA_VOLUME, "labels": names.labels("demo", names.DB)},
+            "metadata": {"name": pod_templates.DATA_VOLUME, "labels": names.labels("demo", names.DB)},
             "spec": {
                 "accessModes": ["ReadWriteOnce"],
                 "resources": {"requests": {"storage": "1Gi"}},
@@ -76,7 +76,7 @@ def claims() -> list[Obj]:
 def rendered(the_spec: ShardDBSpec | None = None, plan: Plan = TWO, shards: int = 2) -> list[Obj]:
     chosen = the_spec or members(plan.members, plan.synchronous)
     templates = {
-        shard: patroni.member_template("demo", shard, chosen, plan, pods.db_template("demo", chosen))
+        shard: patroni.member_template("demo", shard, chosen, plan, pod_templates.db_template("demo", chosen))
         for shard in range(shards)
     }
     return patroni.children("demo", "shop", chosen, plan, shards, templates, claims())
@@ -431,7 +431,7 @@ def test_the_statefulset_records_the_shape_it_was_made_with() -> None:
 
 
 def test_the_teardown_may_scale_a_shard_to_zero() -> None:
-    template = patroni.member_template("demo", 0, members(2), TWO, pods.db_template("demo", members(2)))
+    template = patroni.member_template("demo", 0, members(2), TWO, pod_templates.db_template("demo", members(2)))
     assert patroni.shard_statefulset("demo", 0, TWO, template, claims(), replicas=0)["spec"]["replicas"] == 0
 
 
@@ -579,7 +579,7 @@ def test_a_drain_command_the_user_wrote_is_kept() -> None:
 
 
 def test_the_base_template_is_not_changed() -> None:
-    base = pods.db_template("demo", members(2))
+    base = pod_templates.db_template("demo", members(2))
     before = copy.deepcopy(base)
     patroni.member_template("demo", 0, members(2), TWO, base)
     assert base == before
