@@ -87,6 +87,14 @@ def test_every_folder_says_what_it_holds(folder: str) -> None:
     assert len(docstring(folder)) > 40, f"tests/{folder}/__init__.py needs a docstring saying what the folder holds"
 
 
+def test_the_support_package_names_each_of_its_modules() -> None:
+    """A newcomer reads ``tests/support/__init__.py`` to find a builder: each module is named there."""
+    text = docstring("support")
+    modules = sorted(path.stem for path in (TESTS / "support").glob("*.py") if path.stem != "__init__")
+    unnamed = [name for name in modules if f"``{name}``" not in text]
+    assert not unnamed, f"tests/support/__init__.py does not name: {unnamed}"
+
+
 def test_the_guides_map_is_generated_from_the_folders() -> None:
     assert written_map() == the_map(), (
         f"the map in {GUIDE.relative_to(ROOT)} is stale; run python -m tests.tree.test_layout"
