@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -277,22 +278,26 @@ TESTS = ROOT / "tests"
 TIERS = ("cluster", "e2e", "data", "installed")
 
 
-def modules_of_the_tests() -> list[Path]:
-    return sorted(TESTS.rglob("*.py"))
-
-
-def module_of(path: Path) -> str:
-    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
-
-
 def modules_named(source: str, package: str) -> Iterator[tuple[int, str]]:
     """As ``imports``, and each name imported from a package as the module it may be (``from tests import x``)."""
-    yield from imports(source, package)
     parts = package.split(".")
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
             base = parts[: len(parts) - node.level + 1] if node.level else []
-            yield from ((node.lineno, ".".join([*base, node.module, alias.name])) for alias in node.names)
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+            if node.module:
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+            yield from ((node.lineno, ".".join([*base, name])) for name in names)
+
+
+@cache
+def imports_in_the_sources() -> tuple[tuple[Path, int, str], ...]:
+    """Every module each source of ``SOURCES`` names, read once for the layout's checks."""
+    return tuple(
+        (path, line, name) for path in sources() for line, name in modules_named(path.read_text(), package_of(path))
+    )
 
 
 def is_test_module(name: str) -> bool:
@@ -307,8 +312,7 @@ def test_no_module_imports_a_test_module() -> None:
     """What two test modules share is a builder of ``tests/support/``, never one test module's own helpers."""
     found = [
         f"{path.relative_to(ROOT)}:{line}: {name}"
-        for path in sources()
-        for line, name in modules_named(path.read_text(), package_of(path))
+        for path, line, name in imports_in_the_sources()
         if of_tests(name) and is_test_module(name)
     ]
     assert not found, "these import a test module; move what they share to tests/support/:\n" + "\n".join(found)
@@ -319,14 +323,13 @@ def test_no_conftest_imports_a_conftest_and_no_module_another_folders() -> None:
 
     A test module may import its own folder's conftest (a tier's ``Report``, its resync period), no other.
     """
-    found = []
-    for path in modules_of_the_tests():
-        own = package_of(path)
-        for line, name in modules_named(path.read_text(), own):
-            if not (of_tests(name) and is_conftest(name)):
-                continue
-            if path.name == "conftest.py" or name.rsplit(".", 1)[0] != own:
-                found.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path, line, name in imports_in_the_sources()
+        if of_tests(name)
+        and is_conftest(name)
+        and (path.name == "conftest.py" or name.rsplit(".", 1)[0] != package_of(path))
+    ]
     assert not found, "these import another folder's conftest, or a conftest imports one:\n" + "\n".join(found)
 
 
