@@ -7,5 +7,5 @@ fit on 2 cores; models (``models/``: Metacontroller's update decision, the world
 requests) serve the fast tiers, each held to the real part by a test; ``faults/`` holds the fault
 campaign's faults, history and invariants. ``stack`` assembles the real parts and the stand-ins.
 ``testbed/README.md`` says which module is which. Nothing here imports ``tests``, ``bench`` or
-``tools`` (``tests/test_imports.py`` checks it).
+``tools`` (``tests/tree/test_imports.py`` checks it).
 """

@@ -15,9 +15,9 @@ from hypothesis import settings as hypothesis_settings
 from hooks.service.app import create_app
 from testbed.real.server import serve
 
-from .prerequisites import refuse_reads_under
+from .support.prerequisites import refuse_reads_under
 
-pytest_plugins = ("tests.evidence",)  # a failing test on a real stack keeps its logs (.evidence/)
+pytest_plugins = ("tests.support.evidence",)  # a failing test on a real stack keeps its logs (.evidence/)
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 

@@ -2,7 +2,7 @@
 
 ``prometheus/rules.yaml`` is what a Prometheus without the Operator loads and what promtool
 tests; the PrometheusRule carries the same groups for the Operator. ``python -m tools.monitoring``
-writes it; ``--check`` exits 1 when the committed one differs (tests/test_monitoring.py holds the
+writes it; ``--check`` exits 1 when the committed one differs (tests/shipped/test_monitoring.py holds the
 two equal too).
 """
 

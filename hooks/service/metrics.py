@@ -30,7 +30,7 @@ HOOKS = {"/sync": "sync", "/finalize": "finalize", "/customize": "customize"}
 # rotation that reached one side only), a body or head too large, a client too slow.
 REFUSALS = {401: "unauthorized", 408: "too_slow", 413: "too_large", 431: "too_large"}
 
-# Every reason the hooks give Degraded (tests/test_sharddb_metrics.py holds this to hooks/lifecycle.py), so
+# Every reason the hooks give Degraded (tests/service/test_sharddb_metrics.py holds this to hooks/lifecycle.py), so
 # the ``reason`` label is a closed set: a reason added to the code but not here is exported as OTHER.
 DEGRADED_REASONS = frozenset(
     {

@@ -7,7 +7,7 @@ against the CA file the control plane names, never switched off. It is an ``http
 caller keeps httpx's requests, streams and errors (``httpx.HTTPError``) and decides itself which
 answers it tolerates; what the client adds is only what every caller would otherwise repeat: the
 credentials, a default timeout, reading one object, and the lines of a watch.
-``tests/test_imports.py`` holds every other module to it.
+``tests/tree/test_imports.py`` holds every other module to it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A stack's parts all log into its control plane's folder (``<root>/*.log``, the
 audit log among them, and the hooks' files in ``<root>/hooks/``), which goes
 with the stack. The test tiers keep a failing test's window of them
-(``tests/evidence.py``); the fault campaign keeps a failed campaign's.
+(``tests/support/evidence.py``); the fault campaign keeps a failed campaign's.
 """
 
 from __future__ import annotations

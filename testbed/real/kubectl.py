@@ -6,7 +6,7 @@ the overlays (``kubectl kustomize``, no server needed). ``Kubectl`` fixes the tw
 call must get right: the kubeconfig (the identity it acts as, never a default one from the
 machine it runs on) and a timeout, so a hung server fails a test instead of stopping it. Output is
 captured as text; ``run`` hands back the finished process for the caller to judge, ``must``
-raises ``KubectlError`` with kubectl's own words. ``tests/test_imports.py`` holds every other
+raises ``KubectlError`` with kubectl's own words. ``tests/tree/test_imports.py`` holds every other
 module to it.
 """
 

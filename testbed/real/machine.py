@@ -36,7 +36,7 @@ DEBIAN_PACKAGES = (
     "mmdebstrap",  # the test images and the stand-in Python base, from Debian packages
     "podman",  # make image, and the data tier's run of the product images
     "wrk",  # the benchmark's smoke run
-    "postgresql",  # the default seed command against a real server (tests/test_defaults.py)
+    "postgresql",  # the default seed command against a real server (tests/shipped/test_defaults.py)
     "libc6-dev",  # the pause image's static build
     "util-linux",  # unshare, nsenter
     "iproute2",  # ip: the nodes' namespaces, bridge and veths

@@ -6,7 +6,6 @@ are never skipped.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import shutil
@@ -18,17 +17,21 @@ import pytest
 
 from testbed.real.controlplane import ControlPlane, ControlPlaneError, build_binaries, start_plane
 
-from .. import evidence
-from ..prerequisites import Prerequisite
-from .kube import Kube
+from ..support import evidence
+from ..support.kube import Kube
+from ..support.markers import mark_folder
+from ..support.prerequisites import Prerequisite
+from ..support.samples import SPEC
+from ..support.stacks import on_the_terminal
 from .loop import Loop
 from .metacontroller_crds import CrdsNotFoundError, resolve
-from .samples import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_NAME = "sharddbs.mygroup.example.com"
 METACONTROLLER_KINDS = ("compositecontrollers", "decoratorcontrollers", "controllerrevisions")
 _namespaces = itertools.count(1)
+
+pytest_collection_modifyitems = mark_folder(__file__, pytest.mark.cluster)
 
 # Looked for (and downloaded, if it comes to that) once per run; a miss is explained once.
 METACONTROLLER_CRDS = Prerequisite("Metacontroller's CRDs", resolve, CrdsNotFoundError)
@@ -45,10 +48,9 @@ def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
     if shutil.which("kubectl") is None:
         pytest.fail("cluster tier: kubectl is required on PATH (kustomize rendering and kubectl checks)", pytrace=False)
     problem = None
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
         # A first build takes minutes: its progress lines go to the terminal, not into pytest's capture.
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        with on_the_terminal(pytestconfig):
             binaries = build_binaries()
         plane = start_plane(binaries)
     except ControlPlaneError as error:

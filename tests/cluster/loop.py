@@ -24,7 +24,7 @@ from hooks.clock import Clock, system_clock
 from testbed.models.metacontroller import FINALIZER, apply_update, desired_as_sent, difference, for_create
 from testbed.models.world import World
 
-from .kube import Kube, error_message, path
+from ..support.kube import Kube, error_message, path
 
 Obj = dict[str, Any]
 

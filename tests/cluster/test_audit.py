@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from testbed.real.audit import AuditLog
 from testbed.real.controlplane import ControlPlane
 
-from .kube import Kube
+from ..support.kube import Kube
 from .loop import Loop
-
-pytestmark = pytest.mark.cluster
 
 
 def test_a_pods_deletion_is_logged_with_the_uid_of_the_pod_it_took(

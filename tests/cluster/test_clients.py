@@ -19,9 +19,7 @@ from testbed.real.apiclient import ApiClient, events
 from testbed.real.controlplane import ControlPlane
 from testbed.real.kubectl import Kubectl, KubectlError
 
-from .kube import Kube
-
-pytestmark = pytest.mark.cluster
+from ..support.kube import Kube
 
 ROOT = Path(__file__).resolve().parents[2]
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"

@@ -9,12 +9,10 @@ import pytest
 
 from tools import crd_schema
 
+from ..support.kube import Kube, error_message
+from ..support.samples import EVERY_FIELD, SPEC, examples, sharddb
 from .conftest import CRD_NAME
-from .kube import Kube, error_message
 from .loop import Loop
-from .samples import EVERY_FIELD, SPEC, examples, sharddb
-
-pytestmark = pytest.mark.cluster
 
 EXAMPLES = examples()
 

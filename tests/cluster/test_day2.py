@@ -16,11 +16,9 @@ import pytest
 from hooks import names
 from testbed.models.metacontroller import LAST_APPLIED
 
-from .kube import path
+from ..support.kube import path
+from ..support.samples import SPEC
 from .loop import Loop
-from .samples import SPEC
-
-pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 

@@ -15,11 +15,9 @@ import pytest
 from hooks.names import SEEDED_SHARDS_ANNOTATION
 from testbed.models.metacontroller import LAST_APPLIED
 
-from .kube import Kube
+from ..support.kube import Kube
+from ..support.samples import SPEC
 from .loop import Loop
-from .samples import SPEC
-
-pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 

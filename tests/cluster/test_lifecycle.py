@@ -14,11 +14,9 @@ import pytest
 
 from testbed.models.metacontroller import LAST_APPLIED, SELECTOR_LABEL
 
-from .kube import Kube
+from ..support.kube import Kube
+from ..support.samples import SPEC
 from .loop import Loop
-from .samples import SPEC
-
-pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 

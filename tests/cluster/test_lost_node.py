@@ -11,14 +11,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-
 from hooks.clock import rfc3339, system_clock
 
-from .kube import error_message
+from ..support.kube import error_message
 from .loop import Loop
-
-pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 NODE = "node-2"

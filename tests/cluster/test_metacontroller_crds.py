@@ -28,8 +28,6 @@ from .metacontroller_crds import (
     shared_file,
 )
 
-pytestmark = pytest.mark.cluster
-
 
 class Mirror:
     """Serves one body at ``/<FILE_NAME>`` on loopback and counts the requests."""

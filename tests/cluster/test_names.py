@@ -18,12 +18,10 @@ import pytest
 from hooks import kinds, names
 from hooks.cli.stages import preview
 
+from ..support.kube import Kube, collection, error_message
+from ..support.samples import SPEC, sharddb
 from .conftest import CRD_NAME
-from .kube import Kube, collection, error_message
 from .loop import Loop
-from .samples import SPEC, sharddb
-
-pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 DRY_RUN = {"dryRun": "All", "fieldValidation": "Strict"}

@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ..support.kube import Kube, error_message
 from .conftest import ROOT
-from .kube import Kube, error_message
-
-pytestmark = pytest.mark.cluster
 
 OVERLAYS = sorted(path.parent for path in (ROOT / "metacontroller" / "overlays").glob("*/kustomization.yaml"))
 

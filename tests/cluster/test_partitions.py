@@ -18,10 +18,8 @@ import yaml
 from testbed.real import partitions
 from testbed.real.partitions import LABEL
 
-from .kube import Kube, collection, error_message, path
-from .samples import sharddb
-
-pytestmark = pytest.mark.cluster
+from ..support.kube import Kube, collection, error_message, path
+from ..support.samples import sharddb
 
 Obj = dict[str, Any]
 

@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ..support.kube import Kube
 from .conftest import ROOT
-from .kube import Kube
-
-pytestmark = pytest.mark.cluster
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 

@@ -22,10 +22,8 @@ import pytest
 
 from hooks.quantity import MAX_MAGNITUDE, QuantityError, canonical, parse
 
-from .kube import Kube, error_message
-from .samples import SPEC, sharddb
-
-pytestmark = pytest.mark.cluster
+from ..support.kube import Kube, error_message
+from ..support.samples import SPEC, sharddb
 
 Obj = dict[str, Any]
 Spelling = str | int

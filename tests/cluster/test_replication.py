@@ -6,15 +6,11 @@ read back as stored, then asked for again: the in-place update decision must sen
 
 from __future__ import annotations
 
-import pytest
-
 from hooks.replication import Plan
 from testbed.models.metacontroller import LAST_APPLIED, desired_as_sent, difference, needs_update, serialize
 
-from ..test_replication import members, rendered
-from .kube import Kube
-
-pytestmark = pytest.mark.cluster
+from ..support.kube import Kube
+from ..support.replication import members, rendered
 
 PARENT_UID = "00000000-0000-0000-0000-000000000000"
 PATHS = {

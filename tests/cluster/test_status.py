@@ -12,13 +12,11 @@ from typing import Any
 import pytest
 
 from hooks.clock import rfc3339, system_clock
-from tests.hook import ManualClock
+from tests.support.hook import ManualClock
 
-from .kube import Kube, error_message
+from ..support.kube import Kube, error_message
+from ..support.samples import SPEC
 from .loop import Loop, hook
-from .samples import SPEC
-
-pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 

@@ -17,10 +17,9 @@ import pytest
 from hooks import names
 from testbed.models.metacontroller import LAST_APPLIED
 
-from .kube import error_message, path
+from ..support.kube import error_message, path
 from .loop import Loop
 
-pytestmark = pytest.mark.cluster
 Obj = dict[str, Any]
 OLD_DEFAULT = {"name": "SHARDDB_OLD_DEFAULT", "value": "1"}
 CHILDREN = (("StatefulSet", "demo-db"), ("Deployment", "demo-cache"))

@@ -16,10 +16,8 @@ from pydantic import ValidationError
 from hooks.errors import from_validation
 from hooks.spec import ShardDBSpec
 
-from .kube import Kube, error_message
-from .samples import SPEC, sharddb
-
-pytestmark = pytest.mark.cluster
+from ..support.kube import Kube, error_message
+from ..support.samples import SPEC, sharddb
 
 Obj = dict[str, Any]
 

@@ -6,59 +6,23 @@ test sees what a user of a real cluster sees.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from testbed.images import workloads
 from testbed.real.realnode import NodeSpec
 from testbed.stack import Stack
 
-from ..cluster.kube import Kube
-from ..e2e.sharddbs import wait_until
+from ..support.examples import PASSWORD
+from ..support.kube import Kube
+from ..support.sharddbs import wait_until
 
 Obj = dict[str, Any]
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-EXAMPLE = EXAMPLES / "sharddb.yaml"
-# The examples name postgres:16, redis:7, mariadb:10.11 and memcached:1.6; the test images are
-# Debian bookworm's PostgreSQL 15, Redis 7.0, MariaDB 10.11 and memcached 1.6.
-IMAGES = {
-    "postgres:16": workloads.POSTGRES,
-    "redis:7": workloads.REDIS,
-    "mariadb:10.11": workloads.MARIADB,
-    "memcached:1.6": workloads.MEMCACHED,
-}
-# Per-session credentials of the example's Secret; never the example's placeholder.
-PASSWORD = "data-tier-password"
-
-
-def example(name: str, namespace: str, path: Path = EXAMPLE) -> list[Obj]:
-    """An example (``examples/sharddb.yaml`` unless told) as a user would apply it, under ``name``, on the test images.
-
-    Its Secret, if it has one, becomes ``<name>-db`` with every key set to ``PASSWORD``.
-    """
-    documents = [copy.deepcopy(doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
-    *secrets, sharddb = documents
-    assert len(secrets) <= 1, f"{path.name}: one Secret at most"
-    for secret in secrets:
-        secret["metadata"] = {"name": f"{name}-db", "namespace": namespace}
-        secret["stringData"] = dict.fromkeys(secret["stringData"], PASSWORD)
-    sharddb["metadata"] = {"name": name, "namespace": namespace}
-    spec = sharddb["spec"]
-    spec["dbImage"] = IMAGES[spec["dbImage"]]
-    spec["cache"]["image"] = IMAGES[spec["cache"]["image"]]
-    for part in (spec["db"], spec["cache"]):
-        for variable in part.get("env", []):
-            if ref := variable.get("valueFrom", {}).get("secretKeyRef"):
-                ref["name"] = f"{name}-db"
-    return [*secrets, sharddb]
 
 
 def assert_cache_gone_before_shards(stack: Stack, namespace: str, name: str, mark: int) -> None:

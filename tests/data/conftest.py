@@ -10,7 +10,6 @@ Outside them, or without root, it fails saying so; it is never skipped.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 from collections import Counter
@@ -18,16 +17,15 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from testbed.real import sandbox
 from testbed.real.audit import tally
 from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
-from .. import evidence
-from ..cluster.kube import Kube
-from ..e2e.conftest import assert_no_unmarked_deletions, stack_source, summarize
-from ..e2e.conftest import kube as kube  # the same client, on this tier's stack
-from ..e2e.sharddbs import ShardDBs
+from ..support.kube import Kube
+from ..support.markers import mark_folder
+from ..support.sharddbs import ShardDBs
+from ..support.stacks import assert_no_unmarked_deletions, inside_the_sandbox, on_the_terminal, summarize, watched
+from ..support.stacks import kube as kube  # the admin's client, on this tier's stack
 from .cluster import Cluster
 
 RESYNC_SECONDS = 10
@@ -36,36 +34,24 @@ _costs: list[tuple[str, int, Counter[str]]] = []
 _reports: list[str] = []
 Report = Callable[[str], None]
 
+pytest_collection_modifyitems = mark_folder(__file__, pytest.mark.data)
+
 
 @pytest.fixture(scope="session")
 def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
-    if not sandbox.inside():
-        try:
-            sandbox.check_host()
-        except sandbox.SandboxError as error:
-            pytest.fail(f"data tier: {error}", pytrace=False)
-        pytest.fail(
-            "data tier: runs only inside the real node's own namespaces: `make data`, "
-            "or python -m testbed.real.sandbox -- python -m pytest -m data",
-            pytrace=False,
-        )
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    inside_the_sandbox("data", "the real node's")
     options = StackOptions(resync_seconds=RESYNC_SECONDS, real_node=True)
     running = Stack(options)
     try:
         # First builds take many minutes: their progress goes to the terminal, not into pytest's capture.
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        with on_the_terminal(pytestconfig):
             build_binaries()
             running.start()
     except ControlPlaneError as error:
         pytest.fail(f"data tier: {error}", pytrace=False)
     assert running.node is not None
     _reports.append("node start: " + ", ".join(f"{k} {v:.1f} s" for k, v in running.node.timings.items()))
-    try:
-        with evidence.watched(pytestconfig, stack_source(running)):
-            yield running
-    finally:
-        running.stop()
+    yield from watched(pytestconfig, running)
 
 
 @pytest.fixture(scope="module")

@@ -16,17 +16,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from testbed.images import workloads
 from testbed.real.realnode import NodeSpec
 from testbed.stack import Stack
 
-from ..e2e.sharddbs import ShardDBs, wait_until
-from .cluster import EXAMPLES, PASSWORD, Cluster, assert_cache_gone_before_shards, example
+from ..support.examples import EXAMPLES, PASSWORD, example
+from ..support.sharddbs import ShardDBs, wait_until
+from .cluster import Cluster, assert_cache_gone_before_shards
 from .conftest import Report
 
-pytestmark = pytest.mark.data
 Obj = dict[str, Any]
 
 # Which module runs each example on the real node.

@@ -14,11 +14,10 @@ import pytest
 
 from testbed.images import workloads
 
-from ..e2e.sharddbs import ShardDBs, condition, wait_until
+from ..support.sharddbs import ShardDBs, condition, wait_until
 from .cluster import Cluster
 
 Obj = dict[str, Any]
-pytestmark = pytest.mark.data
 
 
 def spec(**db: Any) -> Obj:

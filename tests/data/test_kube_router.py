@@ -19,8 +19,6 @@ from testbed.real.realnode import build_node_binaries
 
 from .kube_router_probe import ELSEWHERE, GUARDED, POLICY
 
-pytestmark = pytest.mark.data
-
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:

@@ -16,14 +16,13 @@ import time
 from datetime import datetime
 from typing import Any
 
-import pytest
-
 from testbed.images import workloads
 from testbed.real.audit import tally
 from testbed.stack import Stack
 
-from ..e2e.sharddbs import ShardDBs, wait_until
-from .cluster import Cluster, assert_cache_gone_before_shards, example
+from ..support.examples import example
+from ..support.sharddbs import ShardDBs, wait_until
+from .cluster import Cluster, assert_cache_gone_before_shards
 from .conftest import RESYNC_SECONDS, Report
 
 NAME = "demo"
@@ -32,8 +31,6 @@ DRAIN_SECONDS = 20
 CLEAN_START = "database system was shut down at"
 CRASH_START = ("database system was interrupted", "not properly shut down", "automatic recovery in progress")
 Obj = dict[str, Any]
-
-pytestmark = pytest.mark.data
 
 
 def shard(i: int) -> str:

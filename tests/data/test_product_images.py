@@ -24,7 +24,6 @@ from testbed.images.toolkit import ImageBuildError
 from testbed.real import machine, sandbox
 from tools.image.builders import ulimits_below_own
 
-pytestmark = pytest.mark.data
 NONROOT = "uid=65532(nonroot) gid=65532(nonroot) groups=65532(nonroot)"
 
 

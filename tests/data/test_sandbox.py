@@ -15,13 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
-
 from testbed.real import sandbox
 
-from ..e2e.sharddbs import wait_until
+from ..support.sharddbs import wait_until
 
-pytestmark = pytest.mark.data
 # What a node does to its host if nothing stops it: a bridge, an iptables chain, files under
 # the paths containerd and the kubelet write whatever they are told, a cgroup.
 MESS = """set -e

@@ -8,7 +8,6 @@ build, fails the session with the reason: these tests are never skipped.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import shutil
@@ -23,9 +22,12 @@ from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 from testbed.standins.node import Behaviour
 
-from .. import evidence
-from ..cluster.kube import Kube
-from .sharddbs import ShardDBs
+from ..support import evidence
+from ..support.kube import Kube
+from ..support.markers import mark_folder
+from ..support.sharddbs import ShardDBs
+from ..support.stacks import assert_no_unmarked_deletions, on_the_terminal, stack_source, summarize
+from ..support.stacks import kube as kube  # the admin's client, on this tier's stack
 
 # Resyncs every 5 s instead of the shipped 600 s, so a short idle window still sees several of them.
 RESYNC_SECONDS = 5
@@ -35,10 +37,7 @@ _reports: list[str] = []
 Report = Callable[[str], None]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "/e2e/" in str(item.path):
-            item.add_marker(pytest.mark.e2e)
+pytest_collection_modifyitems = mark_folder(__file__, pytest.mark.e2e)
 
 
 def start_stack(options: StackOptions) -> Stack:
@@ -55,10 +54,9 @@ def start_stack(options: StackOptions) -> Stack:
 
 @pytest.fixture(scope="session")
 def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
         # A first build takes many minutes: its progress lines go to the terminal, not into pytest's capture.
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        with on_the_terminal(pytestconfig):
             build_binaries()
     except ControlPlaneError as error:
         pytest.fail(f"end-to-end tier: {error}", pytrace=False)
@@ -71,22 +69,6 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         assert not found, "a node deleted pods nobody marked for deletion:\n" + "\n".join(map(str, found))
     finally:
         running.stop()
-
-
-@pytest.fixture(scope="session")
-def kube(stack: Stack) -> Iterator[Kube]:
-    plane = stack.control_plane
-    client = Kube(plane.url, plane.token, plane.ca_file, plane.kubeconfig)
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-def stack_source(stack: Stack) -> evidence.Source:
-    """Where a started stack keeps its logs, and its objects read as the admin: a failing test's evidence."""
-    plane = stack.control_plane
-    return evidence.Source(plane.root, evidence.kubectl_dump(plane.kubeconfig), fixture="stack")
 
 
 def new_namespace(kube: Kube, request: pytest.FixtureRequest) -> str:
@@ -111,12 +93,6 @@ def namespace(stack: Stack, kube: Kube, request: pytest.FixtureRequest) -> Itera
     assert_no_unmarked_deletions(stack, mark, name)
 
 
-def assert_no_unmarked_deletions(stack: Stack, mark: int, namespace: str) -> None:
-    """No pod of ``namespace`` deleted by a node after ``mark`` unless someone else marked it for deletion first."""
-    found = unmarked_deletions(stack.audit.since(mark, namespace=namespace))
-    assert not found, "a node deleted pods nobody marked for deletion:\n" + "\n".join(map(str, found))
-
-
 @pytest.fixture
 def report(request: pytest.FixtureRequest) -> Report:
     """A line for the session's summary: what a step took on the real stack (times, writes)."""
@@ -126,27 +102,6 @@ def report(request: pytest.FixtureRequest) -> Report:
 @pytest.fixture
 def sharddbs(kube: Kube, namespace: str) -> ShardDBs:
     return ShardDBs(kube, namespace)
-
-
-def summarize(
-    reporter: pytest.TerminalReporter,
-    costs: list[tuple[str, int, Counter[str]]],
-    reports: list[str],
-    *,
-    per: str,
-    on: str,
-) -> None:
-    """The session's tables: Metacontroller's writes per ``per``, then what each step took ``on`` the stack."""
-    if not costs:
-        return
-    reporter.section(f"Metacontroller writes per {per}")
-    for name, total, kinds in costs:
-        split = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
-        reporter.write_line(f"{total:5d}  {name}  ({split})")
-    if reports:
-        reporter.section(f"What the steps took on {on}")
-        for line in reports:
-            reporter.write_line(line)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.cluster.kube import Kube, error_message
+from tests.support.kube import Kube, error_message
 
-from .sharddbs import SPEC, ShardDBs, condition, wait_until
+from ..support.sharddbs import SPEC, ShardDBs, condition, wait_until
 
 Obj = dict[str, Any]
 GRACE = 10  # spec.podStartGraceSeconds

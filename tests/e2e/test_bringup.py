@@ -7,8 +7,8 @@ import time
 from testbed.real.audit import Write, tally
 from testbed.stack import CONTROLLER_MANAGER, NODE, Stack
 
+from ..support.sharddbs import ShardDBs, is_true
 from .conftest import Report
-from .sharddbs import ShardDBs, is_true
 
 NAME = "shop"
 

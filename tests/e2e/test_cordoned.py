@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.kube import Kube, error_message, path
+from tests.support.kube import Kube, error_message, path
 
-from .sharddbs import SPEC, ShardDBs, condition, wait_until
+from ..support.sharddbs import SPEC, ShardDBs, condition, wait_until
 
 NAME = "drained"
 NODE = "node-1"  # the stack's one node

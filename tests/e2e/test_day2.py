@@ -7,8 +7,8 @@ import time
 from testbed.real.audit import tally
 from testbed.stack import NODE, Stack
 
+from ..support.sharddbs import ShardDBs, condition, wait_until
 from .conftest import Report
-from .sharddbs import ShardDBs, condition, wait_until
 
 NAME = "ops"
 CHILD_RESOURCES = frozenset({"services", "statefulsets", "deployments", "jobs", "poddisruptionbudgets"})

@@ -7,8 +7,8 @@ import time
 from testbed.real.audit import tally
 from testbed.stack import NODE, Stack
 
+from ..support.sharddbs import ShardDBs
 from .conftest import Report
-from .sharddbs import ShardDBs
 
 NAME = "bye"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .sharddbs import SPEC, ShardDBs, condition, wait_until
+from ..support.sharddbs import SPEC, ShardDBs, condition, wait_until
 
 Obj = dict[str, Any]
 NAME = "sick"

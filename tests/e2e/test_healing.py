@@ -8,10 +8,10 @@ import pytest
 
 from testbed.faults.invariants import unmarked_deletions
 from testbed.stack import Stack
-from tests.cluster.kube import path
+from tests.support.kube import path
 
+from ..support.sharddbs import SPEC, ShardDBs, wait_until
 from .conftest import Report
-from .sharddbs import SPEC, ShardDBs, wait_until
 
 NAME = "heal"
 

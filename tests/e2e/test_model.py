@@ -22,10 +22,10 @@ from hooks import kinds
 from testbed.models.metacontroller import desired_as_sent, difference, needs_update
 from testbed.stack import Stack, StackOptions
 
-from ..cluster.kube import Kube
-from ..recorded import folder
+from ..support.kube import Kube
+from ..support.recorded import folder
+from ..support.sharddbs import ShardDBs, wait_until
 from .conftest import RESYNC_SECONDS, new_namespace, start_stack
-from .sharddbs import ShardDBs, wait_until
 
 Obj = dict[str, Any]
 IN_PLACE = frozenset(kind.kind for kind in kinds.CHILDREN if kind.update == "InPlace")

@@ -13,9 +13,9 @@ import pytest
 
 from testbed.stack import NODE, Stack
 
-from ..cluster.kube import Kube
+from ..support.kube import Kube
+from ..support.sharddbs import ShardDBs, wait_until
 from .conftest import new_namespace
-from .sharddbs import ShardDBs, wait_until
 
 NAME = "held"
 

@@ -15,10 +15,10 @@ import pytest
 from testbed.real import partitions
 from testbed.stack import Stack, StackOptions
 
-from ..cluster.kube import Kube
-from ..test_budget import BURST, QPS, RESYNC_SECONDS
+from ..support.budget import BURST, QPS, RESYNC_SECONDS
+from ..support.kube import Kube
+from ..support.sharddbs import SPEC, ShardDBs, condition, wait_until
 from .conftest import new_namespace, start_stack
-from .sharddbs import SPEC, ShardDBs, condition, wait_until
 
 LABEL = partitions.LABEL
 # name -> partition label (None: unlabelled) and the partition expected to serve it

@@ -8,8 +8,8 @@ import time
 from testbed.real.audit import tally
 from testbed.stack import Stack
 
+from ..support.sharddbs import ShardDBs, condition, is_true, wait_until
 from .conftest import Report
-from .sharddbs import ShardDBs, condition, is_true, wait_until
 
 NAME = "roll"
 UNREAD = "unread"

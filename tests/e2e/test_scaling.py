@@ -7,8 +7,8 @@ import time
 from testbed.real.audit import tally
 from testbed.stack import CONTROLLER_MANAGER, Stack
 
+from ..support.sharddbs import ShardDBs, condition, is_true, wait_until
 from .conftest import Report
-from .sharddbs import ShardDBs, condition, is_true, wait_until
 
 NAME = "grow"
 

@@ -9,9 +9,9 @@ import pytest
 
 from testbed.stack import Instance, Stack, StackOptions
 
-from ..cluster.kube import Kube
+from ..support.kube import Kube
+from ..support.sharddbs import ShardDBs
 from .conftest import RESYNC_SECONDS, new_namespace, start_stack
-from .sharddbs import ShardDBs
 
 NAME = "prod"
 

@@ -26,9 +26,9 @@ from hooks.spec import DEFAULT_DRAIN_COMMAND
 from testbed.real.server import ROOT
 from testbed.stack import Stack, StackOptions
 
-from ..cluster.kube import Kube
+from ..support.kube import Kube
+from ..support.sharddbs import ShardDBs, condition, is_true, wait_until
 from .conftest import RESYNC_SECONDS, new_namespace, start_stack
-from .sharddbs import ShardDBs, condition, is_true, wait_until
 
 # main before the drain stopped calling pg_ctl: its shard template differs from today's (its cache's does not).
 OLDER = "8d05697"

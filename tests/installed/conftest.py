@@ -12,7 +12,6 @@ saying so elsewhere; it is never skipped.
 
 from __future__ import annotations
 
-import contextlib
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,41 +20,27 @@ import pytest
 
 from testbed.images import product
 from testbed.images.toolkit import ImageBuildError
-from testbed.real import sandbox
 from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
 
-from .. import evidence
-from ..e2e.conftest import kube as kube  # the same client, on this tier's cluster
-from ..e2e.conftest import stack_source
+from ..support.markers import mark_folder
+from ..support.stacks import inside_the_sandbox, on_the_terminal, watched
+from ..support.stacks import kube as kube  # the admin's client, on this tier's cluster
 from .installs import Install
 from .writers import HEADER, Outage
 
 NODES = 3
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "/installed/" in str(item.path):
-            item.add_marker(pytest.mark.installed)
+pytest_collection_modifyitems = mark_folder(__file__, pytest.mark.installed)
 
 
 @pytest.fixture(scope="session")
 def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
-    if not sandbox.inside():
-        try:
-            sandbox.check_host()
-        except sandbox.SandboxError as error:
-            pytest.fail(f"installed tier: {error}", pytrace=False)
-        pytest.fail(
-            "installed tier: runs only inside the nodes' own namespaces: `make installed`, "
-            "or python -m testbed.real.sandbox -- python -m pytest -m installed",
-            pytrace=False,
-        )
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    inside_the_sandbox("installed", "the nodes'")
     try:
         # First builds take many minutes: their progress goes to the terminal, not into pytest's capture.
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        with on_the_terminal(pytestconfig):
             build_binaries()
             archives = product.build_product_images()
     except (ControlPlaneError, ImageBuildError) as error:
@@ -73,11 +58,7 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         running.start()
     except ControlPlaneError as error:
         pytest.fail(f"installed tier: {error}", pytrace=False)
-    try:
-        with evidence.watched(pytestconfig, stack_source(running)):
-            yield running
-    finally:
-        running.stop()
+    yield from watched(pytestconfig, running)
 
 
 @pytest.fixture(scope="session")

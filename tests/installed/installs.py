@@ -15,7 +15,7 @@ from testbed.images import workloads
 from testbed.real.audit import Write
 from testbed.stack import Stack
 
-from ..e2e.sharddbs import wait_until
+from ..support.sharddbs import wait_until
 from .steps import ROOT, Step, deploy_steps, run_step
 
 Obj = dict[str, Any]

@@ -9,10 +9,9 @@ import pytest
 
 from testbed.stack import Stack
 
-from ..e2e.sharddbs import wait_until
+from ..support.sharddbs import wait_until
 from .installs import Install, assert_cache_gone_before_shards
 
-pytestmark = pytest.mark.installed
 NAME = "demo"
 
 

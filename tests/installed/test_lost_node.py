@@ -18,13 +18,12 @@ import yaml
 from testbed.images import workloads
 from testbed.real.realnode import RealNode
 
-from ..data.cluster import example
-from ..e2e.sharddbs import wait_until
+from ..support.examples import example
+from ..support.sharddbs import wait_until
 from .conftest import Record, Report
 from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards
 from .writers import Writers
 
-pytestmark = pytest.mark.installed
 NAMESPACE = "lost"
 
 

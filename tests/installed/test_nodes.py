@@ -23,13 +23,12 @@ import yaml
 
 from testbed.images import workloads
 
-from ..data.cluster import example
-from ..e2e.sharddbs import wait_until
+from ..support.examples import example
+from ..support.sharddbs import wait_until
 from .conftest import Record, Report
 from .installs import Install, Obj
 from .writers import LABEL, Outage, Target, Writers
 
-pytestmark = pytest.mark.installed
 NAMESPACE = "nodes"
 NODES = ("node-1", "node-2", "node-3")
 SHARDS = 3

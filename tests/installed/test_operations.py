@@ -8,12 +8,11 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from ..data.cluster import example
-from ..e2e.sharddbs import wait_until
+from ..support.examples import example
+from ..support.sharddbs import wait_until
 from .conftest import Report
 from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards, failed_calls
 
-pytestmark = pytest.mark.installed
 NAMESPACE = "rolling"
 OUTAGE_SECONDS = 15
 TAGS = ("ghcr.io/example/sharddb-hooks:0.1.1", "ghcr.io/example/sharddb-hooks:0.1.0")

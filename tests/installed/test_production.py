@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ..e2e.sharddbs import wait_until
+from ..support.sharddbs import wait_until
 from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards, nodes_of
 
-pytestmark = pytest.mark.installed
 NAME = "demo"
 # One TCP connection to the hooks' Service, as a client outside the cluster's policy sees it.
 HOOKS = "/dev/tcp/sharddb-hooks.sharddb-system.svc/443"

@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..data.cluster import example
-from ..e2e.sharddbs import wait_until
+from ..support.examples import example
+from ..support.sharddbs import wait_until
 from .installs import HOOKS_NAMESPACE, Install, Obj
 from .steps import ROOT
 
-pytestmark = pytest.mark.installed
 NAMESPACE = "diagnosed"
 NAME = "diagnosed"
 TOOL = ROOT / "tools" / "kubectl-sharddb-diagnose"

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from ..data.cluster import example
-from ..e2e.sharddbs import wait_until
+from ..support.examples import example
+from ..support.sharddbs import wait_until
 from .installs import HOOKS_NAMESPACE, METACONTROLLER_NAMESPACE, Install, assert_cache_gone_before_shards
 
-pytestmark = pytest.mark.installed
 NAMESPACE = "partitioned"
 PARTITION_LABEL = "mygroup.example.com/partition"
 

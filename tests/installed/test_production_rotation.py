@@ -21,13 +21,12 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from ..data.cluster import example
-from ..e2e.sharddbs import wait_until
+from ..support.examples import example
+from ..support.sharddbs import wait_until
 from .conftest import Report
 from .installs import HOOKS_NAMESPACE, Install
 from .steps import ROOT, page_steps
 
-pytestmark = pytest.mark.installed
 NAMESPACE = "rotation"
 PAGE = ROOT / "docs" / "installing" / "tls-and-token.md"
 MINIMAL = ROOT / "examples" / "sharddb-minimal.yaml"

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from testbed.images import workloads
 
-from ..data.cluster import PASSWORD
-from ..e2e.sharddbs import wait_until
+from ..support.examples import PASSWORD
+from ..support.sharddbs import wait_until
 from .installs import Install, Obj
 
 LABEL = "sharddb-test/writer"

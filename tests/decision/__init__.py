@@ -1,0 +1,6 @@
+"""What the hooks decide and render for an observed world, called in-process: no HTTP, no server.
+
+The lifecycle gate by gate, start graces, names, templates kept or rolled, quantities, reading
+Metacontroller's request, the answers themselves, the honest status, and the recorded requests of a
+real Metacontroller replayed.
+"""

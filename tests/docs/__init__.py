@@ -1,0 +1,1 @@
+"""The guide stays true: the README's and ``docs/``'s examples, links, shown output, field reference, runbooks."""
