@@ -3,7 +3,7 @@
 4xx messages name the offending field first, ``path: problem``, whether the problem
 was found by msgspec (the request), pydantic (the spec) or our own checks. pydantic's
 and msgspec's English is translated into that shape here and nowhere else;
-``tests/test_errors.py`` pins the msgspec wording we rely on. Each error says what is
+``tests/decision/test_errors.py`` pins the msgspec wording we rely on. Each error says what is
 wrong, never how to answer: the HTTP edge maps it to a status (``hooks/service/refusals.py``).
 """
 

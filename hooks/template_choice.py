@@ -25,7 +25,7 @@ from .spec import ShardDBSpec
 # Raised by a release whose template change must reach every pod (a fix that cannot wait);
 # children recorded with an older epoch (or none: made before epochs) then roll as usual.
 EPOCH = 1
-# Spec fields each template reads; held to pod_templates.py's templates by tests/test_templates.py.
+# Spec fields each template reads; held to pod_templates.py's templates by tests/decision/test_templates.py.
 DB_FIELDS = ("dbImage", "db", "drainCommand", "drainGracePeriodSeconds", "imagePullSecrets", "serviceAccountName")
 CACHE_FIELDS = ("cache", "imagePullSecrets", "serviceAccountName")
 CACHE_DB_FIELDS = ("port",)  # the cache's pods are told the shards' port

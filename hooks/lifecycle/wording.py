@@ -1,5 +1,5 @@
 """The words of the status, apart from the decisions they report: each condition's reason and message as
-``kubectl describe`` shows them (``tests/test_runbooks.py`` reads the reasons from this package).
+``kubectl describe`` shows them (``tests/docs/test_runbooks.py`` reads the reasons from this package).
 """
 
 from __future__ import annotations

@@ -119,14 +119,14 @@ def test_no_test_module_sets_a_tier_marker_itself() -> None:
 
 
 def named_test_paths() -> list[tuple[str, str]]:
-    """(file, path) for every path under ``tests/`` the guide, the Makefile, the tools and the testbed name.
+    """(file, path) for every path under ``tests/`` the guide, the Makefile, the hooks, the tools and the testbed name.
 
     ``tests.md`` also names tests by their folder alone (``decision/test_lifecycle.py``).
     """
     files = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "testbed" / "README.md"]
     files += [ROOT / "Makefile", ROOT / ".ci" / "run"]
     files += [*sorted((ROOT / "tools").rglob("*.py")), *sorted((ROOT / "testbed").rglob("*.py"))]
-    files += [*sorted((ROOT / "bench").rglob("*.py"))]
+    files += [*sorted((ROOT / "bench").rglob("*.py")), *sorted((ROOT / "hooks").rglob("*.py"))]
     found = []
     for path in files:
         text = path.read_text()
