@@ -80,6 +80,13 @@ def older_shard_template() -> Snapshot:
     return available(statefulset=replace(sts(seeded=3), template=older, made=made(shape, "db")))
 
 
+def cache_rolling(changed: dict[str, object], stuck: bool = False, **fields: object) -> Snapshot:
+    """Available; a change to spec.cache rolls the cache: one new pod beside the two old ones, not ready."""
+    shape = spec(cache={"image": "redis:7", "replicas": 2, **changed})
+    base = cache(ready=2, status_replicas=3, stuck=stuck)
+    return available(spec=shape, cache=replace(base, rollout=replace(base.rollout, updated=1)), **fields)
+
+
 # Each runbook's rows, in the order the page shows them.
 SITUATIONS: dict[str, list[Snapshot]] = {
     "shard-pod-waits.md": [
@@ -139,6 +146,20 @@ SITUATIONS: dict[str, list[Snapshot]] = {
     "drain-waits-on-budget.md": [one_shard_down()],
     "newer-template-waits.md": [older_shard_template()],
     "restore-from-claims.md": [snapshot(statefulset=sts(ready=3)), available()],
+    "cache-rollout-stuck.md": [
+        cache_rolling({"port": 6380}),
+        cache_rolling({"port": 6380}, stuck=True),
+        cache_rolling(
+            {"image": "redis:7.9-typo"},
+            stuck=True,
+            stuck_pods=(StuckPod("demo-cache-6d8b9f7c4-x2kqz", "cache", "ImagePullBackOff", "redis:7.9-typo", -1, T0),),
+        ),
+    ],
+    "shrink-refused.md": [
+        available(spec=spec(shards=2)),
+        available(statefulset=sts(replicas=4, ready=4, seeded=3)),
+    ],
+    "storage-immutable.md": [available(spec=spec(storage={"size": "2Gi"}))],
 }
 
 
