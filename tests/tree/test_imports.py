@@ -22,8 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("hooks", "bench", "tools", "testbed")
 
 
-def imports(source: str, package: str) -> Iterator[tuple[int, str]]:
-    """Every module ``source`` imports, as (line, absolute name); ``package`` is where it sits, dotted."""
+def imports(source: str, package: str, members: bool = False) -> Iterator[tuple[int, str]]:
+    """Every module ``source`` imports, as (line, absolute name); ``package`` is where it sits, dotted.
+
+    With ``members``, each name imported from a module counts too, as the submodule it may be
+    (``from tests import x`` may import ``tests.x``)."""
     parts = package.split(".")
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -31,6 +34,8 @@ def imports(source: str, package: str) -> Iterator[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             base = parts[: len(parts) - node.level + 1] if node.level else []
             names = [node.module] if node.module else [alias.name for alias in node.names]
+            if members and node.module:
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
             yield from ((node.lineno, ".".join([*base, name])) for name in names)
 
 
@@ -327,16 +332,7 @@ TIERS = ("cluster", "e2e", "data", "installed")
 
 def modules_named(source: str, package: str) -> Iterator[tuple[int, str]]:
     """As ``imports``, and each name imported from a package as the module it may be (``from tests import x``)."""
-    parts = package.split(".")
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            yield from ((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = parts[: len(parts) - node.level + 1] if node.level else []
-            names = [node.module] if node.module else [alias.name for alias in node.names]
-            if node.module:
-                names += [f"{node.module}.{alias.name}" for alias in node.names]
-            yield from ((node.lineno, ".".join([*base, name])) for name in names)
+    return imports(source, package, members=True)
 
 
 @cache
