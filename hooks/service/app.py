@@ -8,6 +8,7 @@ request before a route reads it is in ``middleware``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,7 +22,7 @@ from .. import __version__, handler
 from ..clock import Clock, system_clock
 from ..errors import HookError
 from . import logs, openapi, refusals
-from .auth import TokenFile
+from .auth import PreviousTokenFile, TokenFile, Tokens
 from .etags import digest, etag, still_matches
 from .health import Health
 from .metrics import CONTENT_TYPE, Metrics
@@ -44,7 +45,7 @@ def create_app(settings: Settings | None = None, clock: Clock = system_clock) ->
     logger = logs.setup(settings.log_level)
     metrics = Metrics(clock, settings.metrics_view_ttl_seconds)
     health = Health()
-    tokens = TokenFile(settings.auth_token_file, logger) if settings.auth_token_file else None
+    tokens = _tokens(settings, logger)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -146,5 +147,16 @@ def create_app(settings: Settings | None = None, clock: Clock = system_clock) ->
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout=settings.body_timeout_seconds, refused=refused)
     if tokens is not None:  # outermost: an unauthenticated body is never read
         open_paths = {"/healthz", "/readyz"} | (set() if settings.metrics_auth else {"/metrics"})
-        app.add_middleware(BearerAuth, tokens=tokens, open_paths=open_paths, refused=refused)
+        app.add_middleware(
+            BearerAuth, tokens=tokens, open_paths=open_paths, refused=refused, previous=metrics.let_in_by_previous
+        )
     return app
+
+
+def _tokens(settings: Settings, logger: logging.Logger) -> Tokens | None:
+    """The tokens a call may present, or None when the hooks ask for none."""
+    if settings.auth_token_file is None:
+        return None
+    previous = settings.auth_previous_token_file
+    current = TokenFile(settings.auth_token_file, logger)
+    return Tokens(current, PreviousTokenFile(previous, logger) if previous else None)

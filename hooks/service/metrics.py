@@ -84,6 +84,13 @@ class Metrics:
             ["phase"],
             registry=self.registry,
         )
+        self.previous_token = Counter(
+            "sharddb_hook_previous_token_calls",
+            "Calls let in by the previous token (SHARDDB_AUTH_PREVIOUS_TOKEN_FILE), by hook: a rotation is not "
+            "over while this rises.",
+            ["hook"],
+            registry=self.registry,
+        )
         self.views = ShardDBViews(clock, view_ttl_seconds)
         self.registry.register(self.views)
 
@@ -91,6 +98,10 @@ class Metrics:
         """Counts a refusal by the middleware or the server; ``path`` is None where no request head was read."""
         hook = "unknown" if path is None else HOOKS.get(path, "other")
         self.calls.labels(hook, REFUSALS.get(status, "client_error")).inc()
+
+    def let_in_by_previous(self, path: str) -> None:
+        """Counts a call that only the previous token let in."""
+        self.previous_token.labels(HOOKS.get(path, "other")).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -7,41 +7,52 @@ so no ASGI message is built by hand; the wording comes from ``refusals``.
 from __future__ import annotations
 
 import asyncio
-import hmac
 from collections.abc import Callable, Collection
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import refusals
-from .auth import REALM, TokenFile, presented_token
+from .auth import PREVIOUS, REALM, Tokens, presented_token
 
 Refused = Callable[[str, int], None]  # (path, status) of each refusal, for the metrics
+LetInByPrevious = Callable[[str], None]  # (path) of each call the previous token let in, for the metrics
 
 
 def _uncounted(_path: str, _status: int) -> None:
     return None
 
 
+def _unnoted(_path: str) -> None:
+    return None
+
+
 class BearerAuth:
-    """401 unless the request carries the token; ``open_paths`` never need it."""
+    """401 unless the request carries an accepted token; ``open_paths`` never need it."""
 
     def __init__(
-        self, app: ASGIApp, tokens: TokenFile, open_paths: Collection[str], refused: Refused = _uncounted
+        self,
+        app: ASGIApp,
+        tokens: Tokens,
+        open_paths: Collection[str],
+        refused: Refused = _uncounted,
+        previous: LetInByPrevious = _unnoted,
     ) -> None:
         self.app = app
         self.tokens = tokens
         self.open_paths = frozenset(open_paths)
         self.refused = refused
+        self.previous = previous
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         presented = presented_token(scope["headers"])
-        expected = self.tokens.token()
-        # compare_digest on equal-type bytes: time does not depend on where they differ.
-        if presented is not None and expected is not None and hmac.compare_digest(presented, expected):
+        which = self.tokens.match(presented) if presented is not None else None
+        if which is not None:
+            if which == PREVIOUS:
+                self.previous(scope["path"])
             await self.app(scope, receive, send)
             return
         invalid = presented is not None

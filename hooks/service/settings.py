@@ -29,6 +29,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     # Bearer token for the hooks (and, with metrics_auth, /metrics); None: no auth.
     auth_token_file: str | None = None
+    # The token being rotated out, accepted too while this file exists (it may not).
+    auth_previous_token_file: str | None = None
     metrics_auth: bool = False
     # How long a ShardDB's series outlive this replica's last sync of it (hooks/service/metrics.py).
     metrics_view_ttl_seconds: int = DEFAULT_VIEW_TTL_SECONDS
@@ -59,6 +61,7 @@ class Settings:
             log_level=read.choice("SHARDDB_LOG_LEVEL", cls.log_level, ("DEBUG", "INFO", "WARNING", "ERROR")),
             max_body_bytes=read.integer("SHARDDB_MAX_BODY_BYTES", cls.max_body_bytes, 1, 1 << 31),
             auth_token_file=read.optional("SHARDDB_AUTH_TOKEN_FILE"),
+            auth_previous_token_file=read.optional("SHARDDB_AUTH_PREVIOUS_TOKEN_FILE"),
             metrics_auth=read.flag("SHARDDB_METRICS_AUTH"),
             metrics_view_ttl_seconds=read.integer(
                 "SHARDDB_METRICS_VIEW_TTL_SECONDS", cls.metrics_view_ttl_seconds, 60, 7 * 24 * 3600
@@ -79,6 +82,8 @@ class Settings:
         )
         if (settings.tls_cert_file is None) != (settings.tls_key_file is None):
             raise SettingsError("SHARDDB_TLS_CERT_FILE and SHARDDB_TLS_KEY_FILE must be set together")
+        if settings.auth_previous_token_file is not None and settings.auth_token_file is None:
+            raise SettingsError("SHARDDB_AUTH_PREVIOUS_TOKEN_FILE needs SHARDDB_AUTH_TOKEN_FILE")
         if settings.metrics_auth and settings.auth_token_file is None:
             raise SettingsError("SHARDDB_METRICS_AUTH needs SHARDDB_AUTH_TOKEN_FILE")
         return settings

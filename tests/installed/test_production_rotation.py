@@ -25,7 +25,7 @@ from ..support.examples import example
 from ..support.sharddbs import wait_until
 from .conftest import Report
 from .installs import HOOKS_NAMESPACE, Install
-from .steps import ROOT, page_steps
+from .steps import ROOT, Step, page_steps
 
 NAMESPACE = "rotation"
 PAGE = ROOT / "docs" / "installing" / "tls-and-token.md"
@@ -171,50 +171,74 @@ def test_an_annotation_alone_leaves_every_partitions_metacontroller_on_the_old_t
 @dataclass(frozen=True)
 class TokenRotation:
     old: str
+    new: str
     refused_before: dict[str, float]
     refused_after: dict[str, float]
+    # What each hooks replica answered each token with, once the rotation's first block had run.
+    answers_before_drop: dict[str, tuple[str, str]]
     seconds: float
+
+
+def answers(install: Install, *tokens: str) -> dict[str, tuple[str, ...]]:
+    """Each hooks replica's status for a call with each token (401: refused)."""
+    return {
+        pod["metadata"]["name"]: tuple(in_hooks(install, pod["metadata"]["name"], PRESENT, t).strip() for t in tokens)
+        for pod in install.hooks_pods()
+    }
 
 
 @pytest.fixture(scope="module")
 def token_rotated(install: Install, sharddbs: tuple[str, ...]) -> TokenRotation:
-    """The page's token rotation, run as written, once every partition has a ShardDB; the hooks' refusals just
-    before and just after it."""
+    """The page's token rotation, run as written, once every partition has a ShardDB, from a consistent install
+    (the reload first, so every Metacontroller sends the Secret's token again after the annotation test); the hooks'
+    refusals just before it and just after both its blocks."""
     assert all(install.available(NAMESPACE, name) for name in sharddbs), "a rotation starts from Available"
+    install.run(Step("reload", "tools/kubectl-sharddb-reload\n"))
     old = secret_token(install)
     before = refused(install)
     began = time.monotonic()
-    install.run(page_steps(PAGE)["rotate-token"])
+    steps = page_steps(PAGE)
+    install.run(steps["rotate-token"])
+    new = secret_token(install)
+    change_every_sharddb(install, sharddbs, grace=150)
+    wait_until_synced(install, sharddbs)
+    both = {pod: (first, second) for pod, (first, second) in answers(install, old, new).items()}
+    install.run(steps["rotate-token-drop"])
     seconds = time.monotonic() - began
-    return TokenRotation(old, before, refused(install), seconds)
+    return TokenRotation(old, new, before, refused(install), both, seconds)
+
+
+def test_no_hooks_replica_refuses_a_call_from_the_token_rotations_first_command_to_its_last(
+    token_rotated: TokenRotation, report: Report
+) -> None:
+    during = sum(token_rotated.refused_after.values()) - sum(token_rotated.refused_before.values())
+    report(f"token rotation {token_rotated.seconds:.1f} s, its ShardDBs synced; calls refused meanwhile {during:.0f}")
+    assert token_rotated.refused_after == token_rotated.refused_before
 
 
 def test_after_the_token_rotation_every_partition_syncs_and_no_hooks_replica_refuses_a_call(
-    install: Install, sharddbs: tuple[str, ...], token_rotated: TokenRotation, report: Report
+    install: Install, sharddbs: tuple[str, ...], token_rotated: TokenRotation
 ) -> None:
-    during = sum(token_rotated.refused_after.values()) - sum(token_rotated.refused_before.values())
-    said = f"calls refused while it ran (Metacontrollers still on an older token) {during:.0f}"
-    report(f"token rotation {token_rotated.seconds:.1f} s; {said}")
-    change_every_sharddb(install, sharddbs, grace=150)
+    change_every_sharddb(install, sharddbs, grace=160)
     wait_until_synced(install, sharddbs)
     assert refused(install) == token_rotated.refused_after
 
 
+def test_while_the_previous_token_is_kept_every_hooks_replica_accepts_both(token_rotated: TokenRotation) -> None:
+    assert len(token_rotated.answers_before_drop) == 3
+    assert all("401" not in each for each in token_rotated.answers_before_drop.values()), token_rotated
+
+
 @pytest.mark.usefixtures("sharddbs")
-def test_after_the_token_rotation_every_hooks_replica_refuses_the_old_token_and_takes_the_new(
+def test_once_the_previous_token_is_dropped_every_hooks_replica_refuses_it_and_takes_the_new(
     install: Install, token_rotated: TokenRotation
 ) -> None:
-    new = secret_token(install)
-    assert new != token_rotated.old
-    answers = {
-        pod["metadata"]["name"]: (
-            in_hooks(install, pod["metadata"]["name"], PRESENT, token_rotated.old).strip(),
-            in_hooks(install, pod["metadata"]["name"], PRESENT, new).strip(),
-        )
-        for pod in install.hooks_pods()
-    }
-    assert len(answers) == 3
-    assert all(old == "401" and fresh != "401" for old, fresh in answers.values()), answers
+    assert token_rotated.new != token_rotated.old
+    dropped = functools.partial(refused_with, install, token_rotated.old)
+    wait_until("every hooks replica refusing the dropped token", dropped, 300, every=2)
+    now = answers(install, token_rotated.new)
+    assert len(now) == 3
+    assert all(fresh != "401" for (fresh,) in now.values()), now
 
 
 @pytest.fixture(scope="module")

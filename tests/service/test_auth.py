@@ -175,3 +175,80 @@ def test_the_live_server_reads_the_token_file_named_in_its_environment(token_fil
         assert http.post("/sync", content=request_body, headers=bearer(TOKEN)).status_code == 200
         assert http.get("/metrics").status_code == 401
         assert http.get("/readyz").status_code == 200
+
+
+# --- a rotation: the previous token, accepted while its file exists ------------------------------------------------
+
+OLD = "old-token-5d1e"
+
+
+@pytest.fixture
+def previous_file(tmp_path: Path) -> Path:
+    return tmp_path / "previous-token"
+
+
+@pytest.fixture
+def rotating(token_file: Path, previous_file: Path) -> Iterator[TestClient]:
+    settings = Settings(auth_token_file=str(token_file), auth_previous_token_file=str(previous_file))
+    with TestClient(create_app(settings)) as local:
+        yield local
+
+
+def test_a_missing_previous_token_file_lets_in_only_the_current_token(
+    rotating: TestClient, request_body: bytes
+) -> None:
+    assert rotating.post("/sync", content=request_body, headers=bearer(TOKEN)).status_code == 200
+    assert rotating.post("/sync", content=request_body, headers=bearer(OLD)).status_code == 401
+
+
+def test_the_previous_token_is_accepted_while_its_file_exists(
+    rotating: TestClient, previous_file: Path, request_body: bytes
+) -> None:
+    rotate(previous_file, OLD + "\n")
+    assert rotating.post("/sync", content=request_body, headers=bearer(OLD)).status_code == 200
+    assert rotating.post("/sync", content=request_body, headers=bearer(TOKEN)).status_code == 200
+
+
+def test_the_previous_token_is_refused_once_its_file_is_removed(
+    rotating: TestClient, previous_file: Path, request_body: bytes
+) -> None:
+    rotate(previous_file, OLD)
+    assert rotating.post("/sync", content=request_body, headers=bearer(OLD)).status_code == 200
+    previous_file.unlink()
+    assert rotating.post("/sync", content=request_body, headers=bearer(OLD)).status_code == 401
+
+
+def test_an_empty_previous_token_file_lets_nothing_in(
+    rotating: TestClient, previous_file: Path, request_body: bytes
+) -> None:
+    rotate(previous_file, "\n")
+    assert rotating.post("/sync", content=request_body, headers={"Authorization": "Bearer "}).status_code == 401
+    assert rotating.post("/sync", content=request_body, headers=bearer(OLD)).status_code == 401
+
+
+def test_calls_let_in_by_the_previous_token_are_counted_by_hook(
+    rotating: TestClient, previous_file: Path, request_body: bytes
+) -> None:
+    rotate(previous_file, OLD)
+    rotating.post("/sync", content=request_body, headers=bearer(OLD))
+    rotating.post("/sync", content=request_body, headers=bearer(TOKEN))
+    metrics = rotating.get("/metrics").text
+    assert 'sharddb_hook_previous_token_calls_total{hook="sync"} 1.0' in metrics
+
+
+def test_a_previous_token_file_without_a_token_file_stops_the_service_at_start() -> None:
+    with pytest.raises(SettingsError, match="SHARDDB_AUTH_PREVIOUS_TOKEN_FILE needs SHARDDB_AUTH_TOKEN_FILE"):
+        Settings.from_env({"SHARDDB_AUTH_PREVIOUS_TOKEN_FILE": "/etc/sharddb/auth/previous-token"})
+
+
+@pytest.mark.http
+def test_the_live_server_accepts_both_tokens_during_a_rotation(
+    token_file: Path, previous_file: Path, request_body: bytes
+) -> None:
+    env = {"SHARDDB_AUTH_TOKEN_FILE": str(token_file), "SHARDDB_AUTH_PREVIOUS_TOKEN_FILE": str(previous_file)}
+    rotate(previous_file, OLD)
+    with serve(env) as base, httpx.Client(base_url=base, timeout=10.0) as http:
+        assert http.post("/sync", content=request_body, headers=bearer(OLD)).status_code == 200
+        assert http.post("/sync", content=request_body, headers=bearer(TOKEN)).status_code == 200
+        previous_file.unlink()
+        assert http.post("/sync", content=request_body, headers=bearer(OLD)).status_code == 401

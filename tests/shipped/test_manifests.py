@@ -387,17 +387,27 @@ def test_production_calls_the_hooks_over_https_with_a_bearer_token() -> None:
         }
 
 
-def mounted_file(objs: list[Obj], path: str) -> tuple[str, str]:
-    """The (Secret name, key) a file path in the hook container comes from, checking it is read-only."""
+def mounted_secret(objs: list[Obj], path: str) -> tuple[str, str, bool]:
+    """The (Secret name, key, optional) a file path in the hook container comes from, checking it is read-only."""
     volumes = {v["name"]: v for v in pod_spec(objs)["volumes"]}
     for mount in container(objs)["volumeMounts"]:
         prefix = mount["mountPath"].rstrip("/") + "/"
         if path.startswith(prefix):
             assert mount["readOnly"] is True, f"{mount['mountPath']} must be read-only"
-            secret = volumes[mount["name"]]["secret"]
-            (item,) = [i for i in secret["items"] if i["path"] == path.removeprefix(prefix)]
-            return secret["secretName"], item["key"]
+            volume = volumes[mount["name"]]
+            sources = [s["secret"] for s in volume["projected"]["sources"]] if "projected" in volume else []
+            for secret in sources or [{**volume["secret"], "name": volume["secret"]["secretName"]}]:
+                for item in secret["items"]:
+                    if item["path"] == path.removeprefix(prefix):
+                        return secret["name"], item["key"], bool(secret.get("optional"))
     raise AssertionError(f"{path} is not mounted")
+
+
+def mounted_file(objs: list[Obj], path: str) -> tuple[str, str]:
+    """The (Secret name, key) a required file comes from."""
+    name, key, optional = mounted_secret(objs, path)
+    assert not optional, f"{path} must be required: without it the hooks must not start"
+    return name, key
 
 
 def test_production_hooks_read_the_same_token_metacontroller_sends() -> None:
@@ -405,6 +415,14 @@ def test_production_hooks_read_the_same_token_metacontroller_sends() -> None:
     sent = webhooks(objs)["sync"]["authorization"]["secretRef"]
     assert mounted_file(objs, env(objs)["SHARDDB_AUTH_TOKEN_FILE"]) == (sent["name"], sent["key"])
     assert env(objs)["SHARDDB_METRICS_AUTH"] == "true"
+
+
+def test_production_hooks_accept_the_previous_token_from_an_optional_key_of_the_same_secret() -> None:
+    """A rotation puts the old token under previous-token until every Metacontroller sends the new one."""
+    objs = overlay("production")
+    sent = webhooks(objs)["sync"]["authorization"]["secretRef"]
+    previous = env(objs)["SHARDDB_AUTH_PREVIOUS_TOKEN_FILE"]
+    assert mounted_secret(objs, previous) == (sent["name"], "previous-token", True)
 
 
 def test_production_hooks_serve_the_certificate_metacontroller_trusts() -> None:

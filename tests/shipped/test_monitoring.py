@@ -183,7 +183,12 @@ def test_the_jobs_are_the_ones_the_rules_name(objs: list[Obj]) -> None:
 def test_the_servicemonitor_sends_the_token_and_trusts_the_ca_production_mounts(objs: list[Obj]) -> None:
     endpoint = one(objs, "ServiceMonitor", HOOK_SERVICE)["spec"]["endpoints"][0]
     volumes = one(objs, "Deployment", HOOK_SERVICE)["spec"]["template"]["spec"]["volumes"]
-    mounted = {volume["secret"]["secretName"] for volume in volumes if "secret" in volume}
+    mounted = {volume["secret"]["secretName"] for volume in volumes if "secret" in volume} | {
+        source["secret"]["name"]
+        for volume in volumes
+        for source in volume.get("projected", {}).get("sources", [])
+        if "secret" in source
+    }
     assert {endpoint["authorization"]["credentials"]["name"], endpoint["tlsConfig"]["ca"]["secret"]["name"]} <= mounted
 
 
