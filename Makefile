@@ -150,7 +150,7 @@ bench-latency: venv testbin
 chaos: venv testbin
 	$(BIN)/python -m bench.chaos --fleet $(CHAOS_FLEET)
 
-## Regenerate the monitoring component's PrometheusRule from its plain rules file (the one source of the alerts).
+## Regenerate the monitoring-operator component's PrometheusRule from its plain rules file (the one source of the alerts).
 rules: venv
 	$(BIN)/python -m tools.monitoring
 

@@ -1,4 +1,4 @@
-"""The PrometheusRule of the monitoring component, made from the plain rules file: one source, shipped twice.
+"""The PrometheusRule of the monitoring-operator component, made from the plain rules file: one source, shipped twice.
 
 ``prometheus/rules.yaml`` is what a Prometheus without the Operator loads and what promtool
 tests; the PrometheusRule carries the same groups for the Operator. ``python -m tools.monitoring``
@@ -17,10 +17,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPONENT = ROOT / "metacontroller" / "components" / "monitoring"
+OPERATOR_COMPONENT = ROOT / "metacontroller" / "components" / "monitoring-operator"
 RULES = COMPONENT / "prometheus" / "rules.yaml"
-PROMETHEUS_RULE = COMPONENT / "prometheusrule.yaml"
+PROMETHEUS_RULE = OPERATOR_COMPONENT / "prometheusrule.yaml"
 HEADER = (
-    "# Made from prometheus/rules.yaml by `python -m tools.monitoring`: edit that file, then run it.\n"
+    "# Made from ../monitoring/prometheus/rules.yaml by `python -m tools.monitoring`: edit that file, then run it.\n"
     "# The Prometheus Operator's Prometheus loads it when its ruleSelector selects these labels.\n"
 )
 

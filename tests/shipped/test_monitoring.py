@@ -77,13 +77,13 @@ def unit_cases() -> list[Obj]:
 
 
 def test_the_prometheusrule_carries_the_plain_rules_file_as_it_is() -> None:
-    shipped = yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())
+    shipped = yaml.safe_load(monitoring.PROMETHEUS_RULE.read_text())
     assert shipped["spec"] == RULES
 
 
 def test_the_committed_prometheusrule_is_what_the_tool_makes_of_the_rules_file() -> None:
     """So a hand edit of the PrometheusRule (which would drift from what promtool tested) fails too."""
-    assert (COMPONENT / "prometheusrule.yaml").read_text() == monitoring.rendered()
+    assert monitoring.PROMETHEUS_RULE.read_text() == monitoring.rendered()
 
 
 # --- promtool ---------------------------------------------------------------------------------
@@ -153,11 +153,14 @@ def test_the_unit_tests_feed_the_labels_the_hooks_serve() -> None:
 
 
 def monitored(tmp_path: Path) -> list[Obj]:
-    """The production overlay with both monitoring components, as a user would compose it."""
+    """The production overlay with every monitoring component, as a user with the Operator would compose it."""
     relative = Path(os.path.relpath(DEPLOY, tmp_path))
     kustomization = {
         "resources": [str(relative / "overlays" / "production")],
-        "components": [str(relative / "components" / name) for name in ("monitoring", "monitoring-metacontroller")],
+        "components": [
+            str(relative / "components" / name)
+            for name in ("monitoring", "monitoring-metacontroller", "monitoring-operator")
+        ],
     }
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     return render(tmp_path)
@@ -170,6 +173,17 @@ def objs(tmp_path_factory: pytest.TempPathFactory) -> list[Obj]:
 
 def scrape_jobs() -> dict[str, Obj]:
     return {job["job_name"]: job for job in yaml.safe_load(SCRAPE.read_text())["scrape_configs"]}
+
+
+def test_the_monitoring_component_needs_no_operator(tmp_path: Path) -> None:
+    """Without the Prometheus Operator's CRDs, kubectl apply refuses its kinds: they live in monitoring-operator."""
+    relative = Path(os.path.relpath(DEPLOY, tmp_path))
+    kustomization = {
+        "resources": [str(relative / "overlays" / "production")],
+        "components": [str(relative / "components" / "monitoring")],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    assert not [o["kind"] for o in render(tmp_path) if o["apiVersion"].startswith("monitoring.coreos.com/")]
 
 
 def test_the_jobs_are_the_ones_the_rules_name(objs: list[Obj]) -> None:
