@@ -5,9 +5,10 @@ To feed the hooks: typed snapshots (``snapshots``), requests and clocks (``hook`
 ships: the CRD and a strict reader of its schema (``crds``), Kubernetes' own schemas
 (``kube_schema``), the preview run as a user runs it (``preview``), the budget every overlay carries
 (``budget``), Dockerfiles (``dockerfiles``), the examples on the test images (``examples``) and a
-ShardDB setting every field (``samples``), the rendered manifests (``manifests``), the reasons the
-lifecycle can give (``reasons``), a throwaway CA (``pki``) and ShardDBs with members
-(``replication``). On a real stack: the API server's test client (``kube``), ShardDBs on it
-(``sharddbs``), the tiers' shared fixtures (``stacks``) and markers (``markers``), and the evidence
-a failing test keeps (``evidence``). From outside the repository: ``prerequisites``, ``recorded``.
+ShardDB setting every field (``samples``), the rendered manifests (``manifests``), the shipped alert
+rules on a faster clock (``alerts``), the reasons the lifecycle can give (``reasons``), a throwaway
+CA (``pki``) and ShardDBs with members (``replication``). On a real stack: the API server's test
+client (``kube``), ShardDBs on it (``sharddbs``), the tiers' shared fixtures (``stacks``) and
+markers (``markers``), and the evidence a failing test keeps (``evidence``). From outside the
+repository: ``prerequisites``, ``recorded``.
 """
