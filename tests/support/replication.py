@@ -51,8 +51,8 @@ def claims() -> list[Obj]:
 
 def rendered(the_spec: ShardDBSpec | None = None, plan: Plan = TWO, shards: int = 2) -> list[Obj]:
     chosen = the_spec or members(plan.members, plan.synchronous)
-    templates = {
-        shard: patroni.member_template("demo", shard, chosen, plan, pod_templates.db_template("demo", chosen))
-        for shard in range(shards)
-    }
-    return patroni.children("demo", "shop", chosen, plan, shards, templates, claims())
+    base = pod_templates.db_template("demo", chosen)
+    sets = [
+        patroni.ShardSet(shard, patroni.member_template("demo", shard, chosen, plan, base)) for shard in range(shards)
+    ]
+    return patroni.children("demo", "shop", chosen, plan, sets, claims())
