@@ -45,6 +45,8 @@ ROLE = Kind("Role", "rbac.authorization.k8s.io/v1", "roles", "InPlace")
 ROLEBINDING = Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", "InPlace")
 
 CHILDREN: tuple[Kind, ...] = (SERVICE, STATEFULSET, DEPLOYMENT, JOB, PDB, SERVICEACCOUNT, ROLE, ROLEBINDING)
+# Children only a ShardDB with members has: one member per shard owns none of them.
+MEMBERS_ONLY: tuple[Kind, ...] = (SERVICEACCOUNT, ROLE, ROLEBINDING)
 
 # Watched through the customize hook, never written.
 ENDPOINTSLICE = Kind("EndpointSlice", "discovery.k8s.io/v1", "endpointslices")
