@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import kinds, names, render
+from . import kinds, names, render, replication
 from .clock import Clock, rfc3339, system_clock
 from .conditions import stamp
 from .errors import from_validation
@@ -99,23 +99,48 @@ def recheck_after(recheck_at: datetime, now: datetime) -> float:
 
 
 def customize(body: bytes) -> dict[str, Any]:
-    """Ask Metacontroller to watch this ShardDB's EndpointSlices and Pods too."""
+    """Ask Metacontroller to watch this ShardDB's EndpointSlices and Pods too (and, with members, Patroni's marks)."""
     request = decode_customize(body)
-    _spec(request.parent)  # a ShardDB the sync hook would refuse is refused here too, naming the field
+    spec = _spec(request.parent)  # a ShardDB the sync hook would refuse is refused here too, naming the field
     name = request.parent.metadata.name
     if len(name) > names.LABEL_VALUE_MAX:
         return {"relatedResources": []}  # no selector can name it, and no pod of ours carries it
-    return {
-        "relatedResources": [
-            {
-                "apiVersion": kinds.ENDPOINTSLICE.api_version,
-                "resource": kinds.ENDPOINTSLICE.plural,
-                "labelSelector": {"matchLabels": {names.SERVICE_NAME_LABEL: names.db_name(name)}},
+    rules = [
+        {
+            "apiVersion": kinds.ENDPOINTSLICE.api_version,
+            "resource": kinds.ENDPOINTSLICE.plural,
+            "labelSelector": {"matchLabels": {names.SERVICE_NAME_LABEL: names.db_name(name)}},
+        },
+        {
+            "apiVersion": kinds.POD.api_version,
+            "resource": kinds.POD.plural,
+            "labelSelector": {"matchLabels": {names.NAME_LABEL: names.APP, names.INSTANCE_LABEL: name}},
+        },
+    ]
+    if spec.replication.members >= 2:
+        rules += members_related(name, spec.shards)
+    return {"relatedResources": rules}
+
+
+def members_related(name: str, shards: int) -> list[dict[str, Any]]:
+    """With members: each shard's ``-primary`` EndpointSlices (registration) and Patroni's ``-sync`` ConfigMaps.
+
+    The ConfigMaps by name, never by Patroni's labels: those also match its leader ConfigMap,
+    whose lock Patroni renews every loop_wait, and each write would cost a sync of the ShardDB.
+    Shards never shrink, so ``spec.shards`` names every shard there is.
+    """
+    primaries = [replication.role_service_name(name, shard, replication.PRIMARY) for shard in range(shards)]
+    return [
+        {
+            "apiVersion": kinds.ENDPOINTSLICE.api_version,
+            "resource": kinds.ENDPOINTSLICE.plural,
+            "labelSelector": {
+                "matchExpressions": [{"key": names.SERVICE_NAME_LABEL, "operator": "In", "values": primaries}]
             },
-            {
-                "apiVersion": kinds.POD.api_version,
-                "resource": kinds.POD.plural,
-                "labelSelector": {"matchLabels": {names.NAME_LABEL: names.APP, names.INSTANCE_LABEL: name}},
-            },
-        ]
-    }
+        },
+        {
+            "apiVersion": kinds.CONFIGMAP.api_version,
+            "resource": kinds.CONFIGMAP.plural,
+            "names": [replication.sync_config_map(name, shard) for shard in range(shards)],
+        },
+    ]

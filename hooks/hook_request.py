@@ -195,17 +195,28 @@ class PodDisruptionBudget(_Lean, frozen=True):
     kind: Literal["PodDisruptionBudget"] | None = None
 
 
+class Named(_Lean, frozen=True):
+    """A child read only for its name and annotations (a ServiceAccount, Role or RoleBinding; a ConfigMap)."""
+
+    metadata: ObjectMeta
+    kind: str | None = None
+
+
 class Children(_Lean, frozen=True):
     statefulsets: dict[str, StatefulSet] | None = field(default=None, name=kinds.STATEFULSET.group_key)
     services: dict[str, Service] | None = field(default=None, name=kinds.SERVICE.group_key)
     deployments: dict[str, Deployment] | None = field(default=None, name=kinds.DEPLOYMENT.group_key)
     jobs: dict[str, Job] | None = field(default=None, name=kinds.JOB.group_key)
     budgets: dict[str, PodDisruptionBudget] | None = field(default=None, name=kinds.PDB.group_key)
+    service_accounts: dict[str, Named] | None = field(default=None, name=kinds.SERVICEACCOUNT.group_key)
+    roles: dict[str, Named] | None = field(default=None, name=kinds.ROLE.group_key)
+    role_bindings: dict[str, Named] | None = field(default=None, name=kinds.ROLEBINDING.group_key)
 
 
 class Related(_Lean, frozen=True):
     endpointslices: dict[str, EndpointSlice] | None = field(default=None, name=kinds.ENDPOINTSLICE.group_key)
     pods: dict[str, Pod] | None = field(default=None, name=kinds.POD.group_key)
+    config_maps: dict[str, Named] | None = field(default=None, name=kinds.CONFIGMAP.group_key)
 
 
 class Parent(_Lean, frozen=True):

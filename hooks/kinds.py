@@ -39,14 +39,22 @@ DEPLOYMENT = Kind("Deployment", "apps/v1", "deployments", "InPlace")
 # A Job's pod template is immutable: one Job per shard count instead of updates.
 JOB = Kind("Job", "batch/v1", "jobs", "OnDelete")
 PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", "InPlace")
+# Patroni's identity and its least privilege, rendered only for a ShardDB whose shards have members.
+SERVICEACCOUNT = Kind("ServiceAccount", "v1", "serviceaccounts", "InPlace")
+ROLE = Kind("Role", "rbac.authorization.k8s.io/v1", "roles", "InPlace")
+ROLEBINDING = Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", "InPlace")
 
-CHILDREN: tuple[Kind, ...] = (SERVICE, STATEFULSET, DEPLOYMENT, JOB, PDB)
+CHILDREN: tuple[Kind, ...] = (SERVICE, STATEFULSET, DEPLOYMENT, JOB, PDB, SERVICEACCOUNT, ROLE, ROLEBINDING)
+# Children only a ShardDB with members has: one member per shard owns none of them.
+MEMBERS_ONLY: tuple[Kind, ...] = (SERVICEACCOUNT, ROLE, ROLEBINDING)
 
 # Watched through the customize hook, never written.
 ENDPOINTSLICE = Kind("EndpointSlice", "discovery.k8s.io/v1", "endpointslices")
 POD = Kind("Pod", "v1", "pods")
+# Patroni's ``<scope>-sync`` ConfigMaps, read by name for the roles; Patroni's own, never a child.
+CONFIGMAP = Kind("ConfigMap", "v1", "configmaps")
 
-RELATED: tuple[Kind, ...] = (ENDPOINTSLICE, POD)
+RELATED: tuple[Kind, ...] = (ENDPOINTSLICE, POD, CONFIGMAP)
 
 BY_KIND = {kind.kind: kind for kind in (*CHILDREN, *RELATED)}
 BY_GROUP_KEY = {kind.group_key: kind for kind in (*CHILDREN, *RELATED)}

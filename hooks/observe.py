@@ -11,6 +11,7 @@ from typing import Any
 
 from . import clock, hook_request, kinds, last_applied, names, template_choice
 from .hook_request import Children, Condition, Deployment, EndpointSlice, Job, Pod, Related, StatefulSet, SyncRequest
+from .observe_members import shard_sets
 from .snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, TemplateRecord
 from .spec import MAX_SHARDS, ShardDBSpec
 from .trouble.lost import LostPod, lost
@@ -29,6 +30,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
     prior_seeded, prior_conditions = _prior_status(parent.status)
     owned = _children(name, request.children, request.related)
     pods = _pods(name, request.related, owned.statefulset, owned.asked_since)
+    sets, shape = shard_sets(name, request.children, request.related, owned.statefulset is not None, _statefulset_view)
     return Snapshot(
         name=name,
         namespace=parent.metadata.namespace,
@@ -54,6 +56,8 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         now=now,
         apply_templates=parent.metadata.annotations.get(names.APPLY_TEMPLATES_ANNOTATION),
         answered_generation=_answered(parent.status),
+        shard_sets=sets,
+        replication=shape,
     )
 
 
@@ -82,11 +86,15 @@ def _children(name: str, children: Children | None, related: Related | None) -> 
             statefulset = _statefulset_view(sts)
             asked_since = _last_spec_write(sts)
     services = {svc.metadata.name for svc in (children.services or {}).values()}
+    observed_budgets = [pdb.metadata.name for pdb in (children.budgets or {}).values()]
     budgets = frozenset(
         component
         for component, budget in ((names.DB, db), (names.CACHE, names.cache_name(name)))
-        if any(pdb.metadata.name == budget for pdb in (children.budgets or {}).values())
+        if budget in observed_budgets
     )
+    # A shard with members has a budget of its own (``<name>-db-<shard>``), gone before the shards drain too.
+    if any(names.shard_ordinal(name, budget) is not None for budget in observed_budgets):
+        budgets |= {names.DB}
     cache = None
     for deployment in (children.deployments or {}).values():
         if deployment.metadata.name == names.cache_name(name):
@@ -107,6 +115,7 @@ def _children(name: str, children: Children | None, related: Related | None) -> 
 
 
 def _statefulset_view(sts: StatefulSet) -> StatefulSetView:
+    """What the lifecycle reads of a shards' StatefulSet, today's or a shard's with members."""
     size, storage_class = _claim_storage(sts.spec.volume_claim_templates)
     return StatefulSetView(
         replicas=sts.spec.replicas if sts.spec.replicas is not None else 1,
@@ -193,6 +202,9 @@ def _observed(children: Children) -> dict[tuple[str, str], int | None]:
         (kinds.SERVICE, children.services),
         (kinds.JOB, children.jobs),
         (kinds.PDB, children.budgets),
+        (kinds.SERVICEACCOUNT, children.service_accounts),
+        (kinds.ROLE, children.roles),
+        (kinds.ROLEBINDING, children.role_bindings),
     ):
         for child in (group or {}).values():
             found[(kind.kind, child.metadata.name)] = None

@@ -10,7 +10,7 @@ to it rolls like any other template change and no ConfigMap is ever a child.
 Patroni's own ConfigMaps (``<scope>-leader``, ``-config``, ``-sync``, ``-failover``) are Patroni's:
 a child of that name would have Metacontroller and Patroni overwrite each other. This module
 renders no ConfigMap or Endpoints at all, and ``children`` refuses, as a bug, any object that
-Patroni owns. Not wired into the lifecycle yet: these are the building blocks its decision will call.
+Patroni owns. ``hooks/render.py`` calls ``children`` with the sets the lifecycle decided.
 
 Every object follows ``hooks/render.py``'s rules: only fields we own, and in the form the API
 server stores them wherever Metacontroller's merge would see a difference.
@@ -391,32 +391,58 @@ class PatroniObjectError(AssertionError):
     """A child would be one of Patroni's own objects: a bug, never an answer."""
 
 
+@dataclass(frozen=True)
+class ShardSet:
+    """One shard's StatefulSet as the lifecycle decided it.
+
+    ``template``: the member template to run (``member_template``, or the one it keeps);
+    ``replicas``: None asks for ``plan.members``, a teardown asks for 0; ``annotations``: its
+    records (seed memory, what the template was made from); ``claim_templates``: an existing
+    StatefulSet's, as observed (immutable), else empty for the fresh ones.
+    """
+
+    shard: int
+    template: Obj
+    replicas: int | None = None
+    annotations: tuple[tuple[str, str], ...] = ()
+    claim_templates: tuple[Obj, ...] = ()
+
+
 def children(
     parent: str,
     namespace: str,
     spec: ShardDBSpec,
     plan: Plan,
-    shards: int,
-    templates: dict[int, Obj],
+    sets: list[ShardSet],
     claim_templates: list[Obj],
+    *,
+    budgets: bool = True,
 ) -> list[Obj]:
-    """Every object a ShardDB with members owns, besides what it has today (the cache, the seed Job).
+    """Every object a ShardDB with members owns besides today's (the headless Service, the seed Job, the cache).
 
-    ``templates`` maps each shard to the member template to run (as the lifecycle chose it).
+    ``claim_templates`` are a new shard's volume; ``budgets`` False in a teardown, whose
+    budgets go before the shards drain, as today's do.
     """
     if not plan.patroni:
         return []
     out = [] if spec.service_account_name else [service_account(parent)]
     out += [role(parent), role_binding(parent, namespace, spec)]
-    for shard in range(shards):
+    for each in sets:
+        shard = each.shard
         out += [
             members_service(parent, shard, spec.db.port),
             role_service(parent, shard, spec.db.port, PRIMARY),
             role_service(parent, shard, spec.db.port, STANDBY),
-            shard_budget(parent, shard),
-            shard_statefulset(parent, shard, plan, templates[shard], claim_templates),
         ]
-    never_patronis(parent, shards, out)
+        if budgets:
+            out.append(shard_budget(parent, shard))
+        claims = list(each.claim_templates) or claim_templates
+        out.append(
+            shard_statefulset(
+                parent, shard, plan, each.template, claims, replicas=each.replicas, annotations=dict(each.annotations)
+            )
+        )
+    never_patronis(parent, max((each.shard + 1 for each in sets), default=0), out)
     return out
 
 

@@ -147,8 +147,11 @@ def db_template(parent: str, spec: ShardDBSpec) -> Obj:
     }
 
 
-def seed_template(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj:
-    """The seed: runs once, against every shard, with the database image's own clients."""
+def seed_template(parent: str, namespace: str, spec: ShardDBSpec, shards: int, hosts: str | None = None) -> Obj:
+    """The seed: runs once, against every shard, with the database image's own clients.
+
+    ``hosts`` replaces each shard pod's DNS name where a shard is not one pod (its primary Service).
+    """
     db = spec.db
     env = [
         {"name": "SHARDDB_NAME", "value": parent},
@@ -156,7 +159,7 @@ def seed_template(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -
         {"name": "SHARDDB_SERVICE", "value": names.db_name(parent)},
         {"name": "SHARDDB_SHARDS", "value": str(shards)},
         {"name": "SHARDDB_PORT", "value": str(db.port)},
-        {"name": "SHARDDB_HOSTS", "value": shard_hosts(parent, shards)},
+        {"name": "SHARDDB_HOSTS", "value": shard_hosts(parent, shards) if hosts is None else hosts},
     ]
     container = _container(names.SEED, spec.db_image, db, env, command=spec.seed)
     container.pop("resources", None)  # the shards' resources are sized for a database, not a client

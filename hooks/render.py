@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import last_applied, names, pod_templates, template_choice
+from . import last_applied, names, patroni, pod_templates, replication, template_choice
 from .last_applied import contains
 from .lifecycle import Decision
+from .replication import ShardHealth
 from .snapshot import Snapshot, TemplateRecord
 from .spec import ShardDBSpec
 
@@ -18,11 +19,25 @@ Obj = dict[str, Any]
 
 
 def children(snap: Snapshot, decision: Decision) -> list[Obj]:
-    """The full desired set; anything observed and not listed here would be deleted."""
-    out = [service(snap.name, snap.spec.db.port), statefulset(snap.name, decision)]
-    if names.DB in decision.budgets:
-        out.append(budget(snap.name, names.DB))
-    out.extend(seed_job(snap.name, snap.namespace, snap.spec, shards) for shards in decision.seed_jobs)
+    """The full desired set; anything observed and not listed here would be deleted.
+
+    With members, Patroni's objects and one StatefulSet (and budget) per shard replace today's
+    ``<name>-db`` StatefulSet and budget: an eviction refuses a pod two budgets cover. The
+    headless ``<name>-db`` Service stays, as always: it still publishes every shard pod (every
+    member), which monitoring and the cache's ``SHARDDB_SERVICE`` name.
+    """
+    out = [service(snap.name, snap.spec.db.port)]
+    if decision.members:
+        out += members(snap, decision)
+    else:
+        out.append(statefulset(snap.name, decision))
+        if names.DB in decision.budgets:
+            out.append(budget(snap.name, names.DB))
+    hosts = replication.primary_hosts if decision.members else None
+    out.extend(
+        seed_job(snap.name, snap.namespace, snap.spec, shards, hosts(snap.name, shards) if hosts else None)
+        for shards in decision.seed_jobs
+    )
     if decision.cache_replicas is not None:
         out.append(cache_deployment(snap.name, decision.cache_replicas, decision.cache_template, decision.cache_made))
     if decision.cache_service:
@@ -30,6 +45,32 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     if names.CACHE in decision.budgets:
         out.append(budget(snap.name, names.CACHE))
     return out
+
+
+def members(snap: Snapshot, decision: Decision) -> list[Obj]:
+    """Patroni's account and role, and each shard's Services, budget and StatefulSet, as the lifecycle decided them."""
+    plan = decision.replication
+    if plan is None:
+        return []  # refused before any shard existed: none is made
+    sets = [
+        patroni.ShardSet(
+            each.shard,
+            each.template,
+            each.replicas,
+            tuple(_shard_records(decision, each.made).items()),
+            each.claim_templates,
+        )
+        for each in decision.shard_sets
+    ]
+    claims = claim_templates(snap.name, decision)
+    return patroni.children(
+        snap.name, snap.namespace, snap.spec, plan, sets, claims, budgets=names.DB in decision.budgets
+    )
+
+
+def _shard_records(decision: Decision, record: TemplateRecord) -> dict[str, str]:
+    """What each shard's StatefulSet remembers, as today's does: the seed, and what its template was made from."""
+    return {names.SEEDED_SHARDS_ANNOTATION: str(decision.seeded_shards), **made(record)}
 
 
 SYSTEM_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
@@ -72,7 +113,27 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
     }
     if decision.unrecorded_generation is not None:
         out[template_choice.UNRECORDED_GENERATION] = decision.unrecorded_generation
+    if decision.replication is not None and decision.replication.patroni:
+        out["replication"] = replication_status(decision.replication, decision.shard_health)
     return out
+
+
+def replication_status(plan: replication.Plan, health: tuple[tuple[int, ShardHealth], ...]) -> Obj:
+    """Per shard with members, who Patroni made primary, its sync standby, who streams, and why it is (not) ready.
+
+    Empty fields are left out, so the stored status (the CRD declares each) equals the answer.
+    """
+    shards = []
+    for shard, each in health:
+        entry: Obj = {"shard": shard, "ready": each.ready, "reason": each.reason, "message": each.message}
+        if each.primary is not None:
+            entry["primary"] = each.primary
+        if each.sync_standby is not None:
+            entry["syncStandby"] = each.sync_standby
+        if each.streaming:
+            entry["streaming"] = list(each.streaming)
+        shards.append(entry)
+    return {"members": plan.members, "synchronous": plan.synchronous, "shards": shards}
 
 
 def _meta(name: str, parent: str, component: str, annotations: dict[str, str] | None = None) -> Obj:
@@ -166,8 +227,11 @@ def statefulset(parent: str, decision: Decision) -> Obj:
     }
 
 
-def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj:
-    """Seeds data and sets up replication for ``shards`` shards; Jobs are never updated."""
+def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int, hosts: str | None = None) -> Obj:
+    """Seeds data and sets up replication for ``shards`` shards; Jobs are never updated.
+
+    ``hosts``: where it reaches each shard, when not today's pods (with members: the primary Services).
+    """
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -175,7 +239,7 @@ def seed_job(parent: str, namespace: str, spec: ShardDBSpec, shards: int) -> Obj
         "spec": {
             "activeDeadlineSeconds": spec.seed_timeout_seconds,
             "backoffLimit": 6,
-            "template": pod_templates.seed_template(parent, namespace, spec, shards),
+            "template": pod_templates.seed_template(parent, namespace, spec, shards, hosts),
         },
     }
 

@@ -6,7 +6,7 @@ who is primary: the hooks never promote, fence or elect.
 
 The refusals keep data safe. A refused ShardDB keeps the replication shape its shards already
 have (``Outcome.plan``), or gets no shards at all when none exist yet; a refusal never asks for
-a child to go away. Not wired into the lifecycle yet: ``decide`` is a building block for it.
+a child to go away. The lifecycle (``hooks/lifecycle/gates.py``) reports a refusal as Degraded.
 """
 
 from __future__ import annotations
@@ -107,6 +107,13 @@ class Observed:
         return Observed(single_copy=single_copy, members=max(members), synchronous=synchronous)
 
 
+UNSUPPORTED = "ReplicationUnsupported"
+NAME_TOO_LONG = "ReplicationNameTooLong"
+CHANGE_REFUSED = "ReplicationChangeRefused"
+# Every reason a refusal gives: Degraded's reason, each documented (``docs/api/status.md``).
+REFUSAL_REASONS = (UNSUPPORTED, NAME_TOO_LONG, CHANGE_REFUSED)
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why the spec's replication is not applied, for a Degraded condition (reason, message naming the field)."""
@@ -141,6 +148,11 @@ def shard_name(parent: str, shard: int) -> str:
     return f"{names.db_name(parent)}-{shard}"
 
 
+def shard_of(parent: str, name: str) -> int | None:
+    """The shard a per-shard object is named for (``<name>-db-<shard>``); None for any other name."""
+    return names.shard_ordinal(parent, name)
+
+
 def member_name(parent: str, shard: int, member: int) -> str:
     """Member ``member`` of a shard: the StatefulSet's pod, and Patroni's member name."""
     return f"{shard_name(parent, shard)}-{member}"
@@ -149,6 +161,16 @@ def member_name(parent: str, shard: int, member: int) -> str:
 def role_service_name(parent: str, shard: int, role: str) -> str:
     """``<shard>-primary`` reaches the shard's primary only; ``<shard>-standby`` its standbys."""
     return f"{shard_name(parent, shard)}-{role}"
+
+
+def primary_hosts(parent: str, shards: int) -> str:
+    """Each shard's primary Service, so the seed reaches whichever member Patroni made primary."""
+    return " ".join(role_service_name(parent, shard, PRIMARY) for shard in range(shards))
+
+
+def sync_config_map(parent: str, shard: int) -> str:
+    """Patroni's ``<scope>-sync`` ConfigMap of a shard: read by name, never a child."""
+    return f"{shard_name(parent, shard)}-sync"
 
 
 def _replicated_names(parent: str) -> list[tuple[str, str, int]]:
@@ -192,7 +214,7 @@ def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
         return Outcome(
             kept,
             Refusal(
-                "ReplicationUnsupported",
+                UNSUPPORTED,
                 f"{MEMBERS_FIELD} is {asked.members}, but {spec.db_image} runs "
                 f"{engine(spec.db_image).value}: standbys are run by Patroni, for PostgreSQL only; "
                 "set it to 1",
@@ -202,7 +224,7 @@ def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
         return Outcome(
             kept,
             Refusal(
-                "ReplicationNameTooLong",
+                NAME_TOO_LONG,
                 f"{MEMBERS_FIELD} is {asked.members}, but metadata.name has {len(parent)} characters; "
                 f"with members at most {MAX_REPLICATED_NAME_LENGTH} fit, else "
                 f"{_binding_limit()} would exceed its limit",
@@ -230,13 +252,13 @@ def _change_refused(kept: Plan, asked: Plan) -> Refusal:
         else:
             why = "the shards run under Patroni, and going back to single copies is not done in place"
         return Refusal(
-            "ReplicationChangeRefused",
+            CHANGE_REFUSED,
             f"{MEMBERS_FIELD} may not change from {kept.members} to {asked.members} once the shards "
             f"exist: {why}; the shards keep {kept.members} member{'s' if kept.members > 1 else ''} "
             "and every volume is kept",
         )
     return Refusal(
-        "ReplicationChangeRefused",
+        CHANGE_REFUSED,
         f"{SYNCHRONOUS_FIELD} may not change from {str(kept.synchronous).lower()} to "
         f"{str(asked.synchronous).lower()} once the shards exist: Patroni reads it only when a shard's "
         "cluster is first bootstrapped",

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import last_applied, names, template_choice
 from .hook_request import Condition
+from .replication import Observed, ShardHealth
 from .spec import ShardDBSpec
 from .trouble.lost import LostPod
 from .trouble.missing import MissingPod
@@ -134,6 +135,16 @@ class SeedJobView:
 
 
 @dataclass(frozen=True)
+class ShardSetView:
+    """A shard with members: its StatefulSet ``<name>-db-<shard>``, what Patroni's marks say of it, and discovery."""
+
+    shard: int
+    statefulset: StatefulSetView
+    health: ShardHealth
+    registered: bool = False  # its primary is a ready endpoint of its ``-primary`` Service
+
+
+@dataclass(frozen=True)
 class Snapshot:
     name: str
     namespace: str
@@ -163,10 +174,17 @@ class Snapshot:
     apply_templates: str | None = None
     # The generation the last answer saw, as its status says (None: it says nothing); ``template_choice.edited``.
     answered_generation: int | None = None
+    # Shards with members, one StatefulSet each, by shard; and the replication shape the shards show.
+    shard_sets: tuple[ShardSetView, ...] = ()
+    replication: Observed = field(default_factory=Observed)
 
     def unrecorded(self) -> bool:
         """A running StatefulSet or cache Deployment carries no record of what its template was made from."""
-        return any(child is not None and child.made.inputs is None for child in (self.statefulset, self.cache))
+        workloads = (self.statefulset, self.cache, *(each.statefulset for each in self.shard_sets))
+        return any(child is not None and child.made.inputs is None for child in workloads)
+
+    def shard_set(self, shard: int) -> ShardSetView | None:
+        return next((each for each in self.shard_sets if each.shard == shard), None)
 
     def seed_job(self, shards: int) -> SeedJobView | None:
         return next((job for job in self.seed_jobs if job.shards == shards), None)

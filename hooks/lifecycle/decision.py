@@ -9,6 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from ..replication import SINGLE_COPY, Plan, ShardHealth
 from ..snapshot import TemplateRecord
 
 
@@ -41,6 +42,17 @@ class ConditionState:
     status: bool
     reason: str
     message: str
+
+
+@dataclass(frozen=True)
+class ShardSetAnswer:
+    """A shard with members: its StatefulSet's size, the member template it runs and what that was made from."""
+
+    shard: int
+    replicas: int
+    template: dict[str, Any]
+    made: TemplateRecord
+    claim_templates: tuple[dict[str, Any], ...] = ()  # an existing StatefulSet's, kept as observed
 
 
 @dataclass(frozen=True)
@@ -83,3 +95,13 @@ class Decision:
     newer_templates: tuple[str, ...] = ()
     # While a child without a template record may lag an edit: the generation it is known to match.
     unrecorded_generation: int | None = None
+    # What the shards run as: one member is today's StatefulSet ``<name>-db``; more are Patroni's, one
+    # StatefulSet per shard (``shard_sets``); None: refused before any shard existed, so none is rendered.
+    replication: Plan | None = SINGLE_COPY
+    shard_sets: tuple[ShardSetAnswer, ...] = ()
+    shard_health: tuple[tuple[int, ShardHealth], ...] = ()  # (shard, its health) per shard with members, for the status
+
+    @property
+    def members(self) -> bool:
+        """The shards are not today's single copies: Patroni's, or none at all (refused)."""
+        return self.replication is None or self.replication.patroni

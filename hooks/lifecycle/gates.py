@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from .. import names
+from .. import names, template_choice
 from ..snapshot import Snapshot
 from ..trouble import grace, missing
 from ..trouble.stuck import StuckPod
 from . import kept, rollout
-from .decision import ConditionState, Decision, Phase
+from . import shards as shard_facts
+from .decision import ConditionState, Decision, Phase, ShardSetAnswer
 from .wording import (
     absent_problems,
     available_message,
@@ -20,6 +21,7 @@ from .wording import (
     degraded_message,
     newer_waiting,
     progressing,
+    refused,
     waiting,
     worse_than_asked,
 )
@@ -31,34 +33,50 @@ def sync(snap: Snapshot) -> Decision:
     """The desired world of a ShardDB that runs: every gate that is open, and conditions that say where it stands."""
     spec = snap.spec
     sts, cache = snap.statefulset, snap.cache
-    shards = max(spec.shards, sts.replicas if sts else 0)  # shards never shrink
-    ready = sts.ready if sts else 0
+    outcome = shard_facts.replication_outcome(snap)
+    members = outcome.plan is None or outcome.plan.patroni  # not today's single copies
+    shards = max(spec.shards, shard_facts.existing_shards(snap))  # shards never shrink
+    ready = shard_facts.ready_shards(snap, shards, members)
     seeded = kept.seeded(snap)
     seeded_now = seeded >= shards
-    registered = sum(1 for ordinal in range(shards) if ordinal in snap.registered)
+    in_discovery = shard_facts.registered_shards(snap, members)
+    registered = sum(1 for ordinal in range(shards) if ordinal in in_discovery)
     all_registered = registered == shards
     gates_open = ready >= shards and seeded_now and all_registered
     with_cache = cache is not None or gates_open  # once observed, the cache is always kept
 
     chosen = rollout.choose_templates(snap, with_cache)
-    plan = rollout.rolling(snap, shards, ready, all_registered, chosen)
+    sets: tuple[ShardSetAnswer, ...] = ()
+    if outcome.plan is not None and outcome.plan.patroni:
+        edited = template_choice.edited(snap.generation, snap.answered_generation)
+        sets, held_back = shard_facts.choose_sets(snap, outcome.plan, shards, edited)
+        chosen = replace(chosen, db=template_choice.Choice(chosen.db.template, waiting=held_back))
+        plan = rollout.rolling_sets(snap, sets, shards, ready, all_registered, chosen)
+    else:
+        plan = rollout.rolling(snap, shards, ready, all_registered, chosen)
     # A pod that waits a moment (for a node, a Secret) is progress until its grace runs out.
     troubles = grace.triage(snap.stuck_pods, snap.now, spec.pod_start_grace_seconds)
     # What admission refused: pods and children asked for that do not exist past the grace.
-    unmet = missing.find(snap, spec.pod_start_grace_seconds, children=not spec.paused)
+    # With members: the shard StatefulSets an earlier answer asked for (a new one is created by this answer).
+    expected: tuple[int, ...] | None = None
+    if members:
+        expected = tuple(range(max(1, shard_facts.existing_shards(snap)))) if sets else ()
+    unmet = missing.find(snap, spec.pod_start_grace_seconds, children=not spec.paused, shard_sets=expected)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
     tolerated = 1 if plan.shards_rolling and not _stuck(troubles.failing, names.DB) else 0
 
     cache_ready = cache is not None and cache.ready >= spec.cache.replicas and cache.replicas == spec.cache.replicas
     phase = _phase(ready + tolerated >= shards, seeded_now, registered + tolerated >= shards, cache_ready)
-    serving = _serving(snap, shards, seeded, ready, tolerated, phase, troubles.waiting)
+    serving = _serving(in_discovery, shards, seeded, ready, tolerated, phase, troubles.waiting)
     available = cache_ready and serving.ok
 
     size, storage_class = kept.storage(snap)
     current_job = snap.seed_job(shards)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
-    problems = absent_problems(snap, unmet) + worse_than_asked(
-        snap, troubles.failing, shards, seed_failed, size, storage_class, serving.ok_or_starting
+    problems = (
+        refused(outcome.refusal)
+        + absent_problems(snap, unmet)
+        + worse_than_asked(snap, troubles.failing, shards, seed_failed, size, storage_class, serving.ok_or_starting)
     )
     uncreated = missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else ""
     moving = waiting(
@@ -100,7 +118,7 @@ def sync(snap: Snapshot) -> Decision:
         cache_held=plan.cache_held,
         db_template=chosen.db.template,
         cache_template=cache_template,
-        updated_shards=sts.rollout.updated if sts else 0,
+        updated_shards=sts.rollout.updated if sts else plan.shards_updated,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
         recheck_at=_earliest(troubles.recheck_at, unmet.recheck_at),
@@ -108,6 +126,9 @@ def sync(snap: Snapshot) -> Decision:
         db_made=chosen.db_made,
         cache_made=cache_made,
         newer_templates=chosen.newer,
+        replication=outcome.plan,
+        shard_sets=sets,
+        shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
 
 
@@ -146,7 +167,7 @@ class _Serving:
 
 
 def _serving(
-    snap: Snapshot,
+    in_discovery: frozenset[int],
     shards: int,
     seeded: int,
     ready: int,
@@ -156,7 +177,7 @@ def _serving(
 ) -> _Serving:
     serving = min(seeded, shards)
     # Endpoints trail readiness; a ready, seeded shard still joining discovery is progress, not damage.
-    unregistered = sum(1 for o in range(serving) if o not in snap.registered)
+    unregistered = sum(1 for o in range(serving) if o not in in_discovery)
     registered_ok = phase == Phase.REGISTERING or unregistered <= tolerated
     ok = serving > 0 and ready + tolerated >= serving and registered_ok
     starting = sum(1 for pod in waiting_pods if pod.component == names.DB)

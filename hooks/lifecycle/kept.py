@@ -16,12 +16,14 @@ def seeded(snap: Snapshot) -> int:
     """Largest shard count whose seed finished, from every place that remembers it."""
     from_jobs = max((job.shards for job in snap.seed_jobs if job.succeeded), default=0)
     from_sts = snap.statefulset.seeded_annotation if snap.statefulset else 0
-    return max(snap.prior_seeded, from_sts, from_jobs)
+    # Shards with members carry the same memory on each shard's StatefulSet.
+    from_sets = max((each.statefulset.seeded_annotation for each in snap.shard_sets), default=0)
+    return max(snap.prior_seeded, from_sts, from_jobs, from_sets)
 
 
 def storage(snap: Snapshot) -> tuple[str, str | None]:
-    """Volume claim templates are immutable: once the StatefulSet exists, keep what it has."""
-    sts = snap.statefulset
+    """Volume claim templates are immutable: once the StatefulSet (or a shard's, with members) exists, keep them."""
+    sts = snap.statefulset or (snap.shard_sets[0].statefulset if snap.shard_sets else None)
     if sts is not None and sts.storage_size is not None:
         return sts.storage_size, sts.storage_class
     return quantity.canonical(snap.spec.storage.size), snap.spec.storage.storage_class_name

@@ -10,7 +10,7 @@ from typing import Any
 from .. import names, pod_templates, template_choice
 from ..last_applied import contains
 from ..snapshot import Snapshot, TemplateRecord
-from .decision import ROLLING_UPDATE
+from .decision import ROLLING_UPDATE, ShardSetAnswer
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ def _shards_were_rolling(snap: Snapshot) -> bool:
     """The shards roll, or the last answer said a rollout ran: a cache change may have waited for them."""
     sts = snap.statefulset
     rolling = sts is not None and not sts.rollout.settled(sts.replicas)
+    views = [each.statefulset for each in snap.shard_sets]
+    rolling = rolling or any(not view.rollout.settled(view.replicas) for view in views)
     return rolling or any(c.type == "Progressing" and c.reason == ROLLING_UPDATE for c in snap.prior_conditions)
 
 
@@ -86,7 +88,7 @@ class Rolling:
 
 def rolling(snap: Snapshot, shards: int, ready: int, all_registered: bool, chosen: Templates) -> Rolling:
     """Where a template change stands: shards first; the cache once every shard is updated and serving."""
-    sts, cache = snap.statefulset, snap.cache
+    sts = snap.statefulset
     if sts is None:
         return Rolling(False, False, False, 0)
     unobserved = sts.rollout.observed_generation < sts.rollout.generation
@@ -94,12 +96,46 @@ def rolling(snap: Snapshot, shards: int, ready: int, all_registered: bool, chose
     # A template rollout, not a scale change: only that restarts serving shards on purpose.
     shards_rolling = db_pending or sts.rollout.new_revision()
     shards_settled = not shards_rolling and sts.rollout.settled(sts.replicas) and ready >= shards and all_registered
+    updated = 0 if db_pending else sts.rollout.updated
+    return _with_cache(snap, chosen, shards_rolling, shards_settled, updated, unobserved)
+
+
+def rolling_sets(
+    snap: Snapshot, sets: tuple[ShardSetAnswer, ...], shards: int, ready: int, all_registered: bool, chosen: Templates
+) -> Rolling:
+    """``rolling`` for shards with members: each shard's StatefulSet rolls its members (RollingUpdate, the
+    highest ordinal first, one at a time); a shard counts as updated once all its members are."""
+    if not snap.shard_sets:
+        return Rolling(False, False, False, 0)
+    pending = {
+        answer.shard
+        for answer in sets
+        if (observed := snap.shard_set(answer.shard)) is not None
+        and not contains(observed.statefulset.template, answer.template)
+    }
+    views = [each.statefulset for each in snap.shard_sets]
+    shards_rolling = bool(pending) or any(view.rollout.new_revision() for view in views)
+    all_settled = all(view.rollout.settled(view.replicas) for view in views)
+    shards_settled = not shards_rolling and all_settled and ready >= shards and all_registered
+    updated = sum(
+        1
+        for each in snap.shard_sets
+        if each.shard not in pending and each.statefulset.rollout.settled(each.statefulset.replicas)
+    )
+    unobserved = any(view.rollout.observed_generation < view.rollout.generation for view in views)
+    return _with_cache(snap, chosen, shards_rolling, shards_settled, updated, unobserved)
+
+
+def _with_cache(
+    snap: Snapshot, chosen: Templates, shards_rolling: bool, shards_settled: bool, updated: int, unobserved: bool
+) -> Rolling:
+    """The cache's part of a rollout: a change of its template waits until the shards have settled."""
+    cache = snap.cache
     cache_pending = cache is not None and not contains(cache.template, chosen.cache.template)
     cache_held = cache_pending and not shards_settled
     cache_rolling = cache is not None and (
         (cache_pending and not cache_held) or not cache.rollout.settled(cache.replicas)
     )
-    updated = 0 if db_pending else sts.rollout.updated
     return Rolling(shards_rolling, cache_rolling, cache_held, updated, shards_unobserved=unobserved)
 
 

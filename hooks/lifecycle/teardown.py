@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import names, pod_templates, template_choice
+from ..replication import Plan
 from ..snapshot import Snapshot
 from . import kept
+from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
 from .rollout import made
 from .wording import blocked
@@ -24,7 +26,7 @@ def finalize(snap: Snapshot) -> Decision:
     cache = snap.cache
     cache_busy = _cache_busy(snap)
     # Never grow during deletion: keep what is observed until the cache and the budgets are gone.
-    shards = (sts.replicas if sts else 0) if (cache_busy or snap.budgets) else 0
+    shards = shard_facts.existing_shards(snap) if (cache_busy or snap.budgets) else 0
     if cache_busy:
         phase = Phase.DRAINING_CACHE
         message = blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
@@ -53,9 +55,8 @@ def hibernate(snap: Snapshot) -> Decision:
     scales to zero and goes; then the shards scale to zero. Waking is an ordinary sync:
     the shards come back on their volumes, registered, then the cache; no seed runs again.
     """
-    sts = snap.statefulset
     cache = snap.cache
-    observed_shards = sts.replicas if sts else 0
+    observed_shards = shard_facts.existing_shards(snap)
     seed_running = any(not (job.succeeded or job.failed) for job in snap.seed_jobs)
     cache_busy = _cache_busy(snap)
     shards_busy = _shards_busy(snap)
@@ -88,14 +89,14 @@ def _cache_busy(snap: Snapshot) -> bool:
 
 
 def _shards_busy(snap: Snapshot) -> bool:
-    """A shard pod exists (a Terminating one may still be draining), or the StatefulSet still has replicas."""
-    sts = snap.statefulset
-    return snap.shard_pods > 0 or (sts is not None and (sts.status_replicas > 0 or sts.replicas > 0))
+    """A shard pod exists (a Terminating one may still be draining), or a StatefulSet of them still has replicas."""
+    sets = [snap.statefulset] if snap.statefulset is not None else []
+    sets += [each.statefulset for each in snap.shard_sets]
+    return snap.shard_pods > 0 or any(sts.status_replicas > 0 or sts.replicas > 0 for sts in sets)
 
 
 def unfit_name(snap: Snapshot, reason: str, message: str) -> Decision:
     """A name no child can run under (an older CRD let it in): create nothing, keep what exists."""
-    sts = snap.statefulset
     conditions = (
         ConditionState("Available", False, reason, "no child can run under this name"),
         ConditionState("Progressing", False, reason, "nothing is created until the ShardDB is recreated"),
@@ -103,7 +104,7 @@ def unfit_name(snap: Snapshot, reason: str, message: str) -> Decision:
     )
     phase = Phase(reason)
     cache_replicas = snap.cache.replicas if snap.cache else None
-    return replace(stopping(snap, phase, sts.replicas if sts else 0, cache_replicas, conditions), frozen=True)
+    return replace(stopping(snap, phase, shard_facts.existing_shards(snap), cache_replicas, conditions), frozen=True)
 
 
 def stopping(
@@ -114,8 +115,14 @@ def stopping(
     conditions: tuple[ConditionState, ...],
     finalized: bool = False,
 ) -> Decision:
-    """A teardown's answer (deletion or hibernation): no new seed, no budgets, no cache Service."""
+    """A teardown's answer (deletion or hibernation): no new seed, no budgets, no cache Service.
+
+    Shards with members keep their StatefulSets (only those observed), all at zero once ``shards`` is
+    (``shards.stopping_sets`` says why that stops them with no failover).
+    """
     sts, cache = snap.statefulset, snap.cache
+    shape = _shape(snap)
+    members = shape is None or shape.patroni
     size, storage_class = kept.storage(snap)
     policy, claim_templates = kept.immutable(snap)
     return Decision(
@@ -126,8 +133,8 @@ def stopping(
         seeded_shards=kept.seeded(snap),
         seed_jobs=tuple(job.shards for job in snap.seed_jobs),
         cache_replicas=cache_replicas,
-        ready_shards=sts.ready if sts else 0,
-        registered_shards=len(snap.registered),
+        ready_shards=shard_facts.ready_shards(snap, shard_facts.existing_shards(snap), members),
+        registered_shards=len(shard_facts.registered_shards(snap, members)),
         cache_ready_replicas=cache.ready if cache else 0,
         cache_ready=False,
         conditions=conditions,
@@ -141,4 +148,17 @@ def stopping(
         # A teardown keeps each template as it is, and so what it says it was made from.
         db_made=sts.made if sts else made(snap, template_choice.inputs(snap.spec, names.DB)),
         cache_made=cache.made if cache else made(snap, template_choice.inputs(snap.spec, names.CACHE)),
+        replication=shape,
+        shard_sets=shard_facts.stopping_sets(snap, keep=shards > 0),
+        shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
+
+
+def _shape(snap: Snapshot) -> Plan | None:
+    """The shards' shape in a teardown: the one they have, else the one the spec would make.
+
+    So a teardown never creates a StatefulSet of the other shape (a ShardDB with members
+    hibernated before its shards exist would otherwise be held to single copies on waking).
+    """
+    observed = snap.replication.plan
+    return observed if observed is not None else shard_facts.replication_outcome(snap).plan

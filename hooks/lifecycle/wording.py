@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import names
+from ..replication import Refusal
 from ..snapshot import Snapshot
 from ..trouble import grace, lost, missing
 from ..trouble.stuck import StuckPod
@@ -28,6 +29,17 @@ APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new va
 
 def capped(message: str) -> str:
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+def refused(refusal: Refusal | None) -> list[tuple[str, str]]:
+    """``spec.replication`` not applied as asked: first, as it says why the shards are not what was asked.
+
+    The shards keep the shape they have (or none is made yet); no child is ever deleted for it.
+    """
+    problems: list[tuple[str, str]] = []
+    if refusal is not None:
+        problems.append((refusal.reason, refusal.message))
+    return problems
 
 
 def absent_problems(snap: Snapshot, unmet: missing.Missing) -> list[tuple[str, str]]:

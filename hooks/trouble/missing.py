@@ -84,8 +84,10 @@ def _counts(end: datetime | None, now: datetime | None) -> bool:
     return now is None or end is None or now >= end
 
 
-def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Missing:
+def find(snap: Snapshot, grace_seconds: int, *, children: bool, shard_sets: tuple[int, ...] | None = None) -> Missing:
     """Missing shard pods, and (with ``children``: not while frozen) missing children, at ``snap.now``.
+
+    ``shard_sets``: the shards with members whose StatefulSets are asked for, instead of today's one.
 
     A child is timed from the ShardDB's creation; without a readable one nothing says it is late.
     Not from the hooks' own status: fed its own status back, the answer must not change.
@@ -102,7 +104,7 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Missing:
         elif end is not None:
             waiting.append(pod)
             ends.append(end)
-    absent, holds = _children(snap, grace, ends) if children and snap.created is not None else ((), None)
+    absent, holds = _children(snap, grace, ends, shard_sets) if children and snap.created is not None else ((), None)
     seeds = _seeds_refused(snap, grace, ends)
     refused = _cache_refused(snap, grace, ends)
     return Missing(
@@ -116,11 +118,17 @@ def find(snap: Snapshot, grace_seconds: int, *, children: bool) -> Missing:
     )
 
 
-def _children(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> tuple[tuple[str, ...], datetime | None]:
-    """The shards' StatefulSet and Service, if missing past the grace; else when their grace runs out."""
+def _children(
+    snap: Snapshot, grace: timedelta, ends: list[datetime], shard_sets: tuple[int, ...] | None
+) -> tuple[tuple[str, ...], datetime | None]:
+    """The shards' StatefulSets and Service, if missing past the grace; else when their grace runs out."""
     wanted = []
-    if snap.statefulset is None:
+    if shard_sets is None and snap.statefulset is None:
         wanted.append(f"{kinds.STATEFULSET.kind} {names.db_name(snap.name)}")
+    observed = {each.shard for each in snap.shard_sets}
+    for shard in shard_sets or ():
+        if shard not in observed:
+            wanted.append(f"{kinds.STATEFULSET.kind} {names.shard_pod_name(snap.name, shard)}")
     if not snap.service:
         wanted.append(f"{kinds.SERVICE.kind} {names.db_name(snap.name)}")
     end = _end(snap.created, grace)

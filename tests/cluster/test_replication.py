@@ -1,16 +1,30 @@
-"""The objects a ShardDB with members will own, stored by a real API server: each is a fixed point of Metacontroller.
+"""The objects a ShardDB with members owns, stored by a real API server: each is a fixed point of Metacontroller.
 
 Created as Metacontroller creates a child (its namespace, selector label and last-applied record),
-read back as stored, then asked for again: the in-place update decision must send nothing.
+read back as stored, then asked for again: the in-place update decision must send nothing. The
+building blocks alone, and the wired hooks' answers stage by stage (new, ready, registered, running,
+stopping, drained), each applied as Metacontroller applies it (created, or merged in place and put).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from hooks.replication import Plan
-from testbed.models.metacontroller import LAST_APPLIED, desired_as_sent, difference, needs_update, serialize
+from testbed.models.metacontroller import (
+    LAST_APPLIED,
+    apply_update,
+    desired_as_sent,
+    difference,
+    for_create,
+    needs_update,
+    serialize,
+)
 
 from ..support.kube import Kube
-from ..support.replication import members, rendered
+from ..support.replication import OWNER, members, rendered, stages
+
+Obj = dict[str, Any]
 
 PARENT_UID = "00000000-0000-0000-0000-000000000000"
 PATHS = {
@@ -20,6 +34,8 @@ PATHS = {
     "Service": "/api/v1/namespaces/{namespace}/services",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
     "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
+    "Deployment": "/apis/apps/v1/namespaces/{namespace}/deployments",
+    "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
 }
 
 
@@ -33,3 +49,30 @@ def test_every_object_for_members_is_stored_as_a_fixed_point(kube: Kube, namespa
         assert response.status_code == 201, response.text
         stored = kube.http.get(f"{collection}/{desired['metadata']['name']}").json()
         assert not needs_update(stored, sent), (desired["kind"], difference(stored, sent))
+
+
+def apply(kube: Kube, namespace: str, desired: Obj) -> Obj:
+    """What Metacontroller does with a child of an answer: create it, or merge it in place and put it; then read it."""
+    sent = desired_as_sent(desired, namespace, PARENT_UID)
+    collection = PATHS[desired["kind"]].format(namespace=namespace)
+    url = f"{collection}/{desired['metadata']['name']}"
+    found = kube.http.get(url)
+    if found.status_code == 404:
+        response = kube.http.post(collection, json=for_create(sent, OWNER), params={"fieldValidation": "Strict"})
+        assert response.status_code == 201, response.text
+    elif needs_update(found.json(), sent) and desired["kind"] != "Job":  # Jobs are OnDelete
+        response = kube.http.put(url, json=apply_update(found.json(), sent), params={"fieldValidation": "Strict"})
+        assert response.status_code == 200, response.text
+    stored: Obj = kube.http.get(url).json()
+    return stored
+
+
+def test_every_child_the_wired_hooks_answer_is_stored_as_a_fixed_point_at_each_stage(
+    kube: Kube, namespace: str
+) -> None:
+    for stage, body in stages().items():
+        for desired in body["children"]:
+            stored = apply(kube, namespace, desired)
+            sent = desired_as_sent(desired, namespace, PARENT_UID)
+            if desired["kind"] != "Job":
+                assert not needs_update(stored, sent), (stage, desired["kind"], difference(stored, sent))

@@ -1,7 +1,7 @@
 """``spec.replication``: what it means, when it is refused, when a shard with members is ready, and what Patroni gets.
 
-Building blocks only (``hooks/replication.py``, ``hooks/patroni.py``), not yet wired into the lifecycle:
-so these tests call them directly, and check that a ShardDB without members answers as it always did.
+The building blocks (``hooks/replication.py``, ``hooks/patroni.py``), called directly, and a ShardDB without
+members answering as it always did; the lifecycle they are wired into is ``test_members_lifecycle.py``'s.
 """
 
 from __future__ import annotations

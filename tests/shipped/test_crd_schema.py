@@ -16,7 +16,9 @@ from hooks import corev1, handler, names
 from hooks.lifecycle import Phase
 from hooks.spec import SELECTOR_LABELS, ShardDBSpec
 from testbed.models.world import World, bring_up
+from tests.support.crds import schema_errors
 from tests.support.hook import direct
+from tests.support.replication import stages
 from tests.support.samples import EVERY_FIELD
 from tools.crd_schema import POD_FIELDS
 
@@ -172,11 +174,22 @@ def test_every_field_has_a_description() -> None:
 def test_status_schema_declares_every_field_the_hooks_write() -> None:
     status = _hook_status()
     declared = SCHEMA["properties"]["status"]["properties"]
-    assert set(status) | set(_lagging_status()) | {"observedGeneration"} == set(declared)
+    members = stages()["running"]["status"]
+    assert set(status) | set(_lagging_status()) | set(members) | {"observedGeneration"} == set(declared)
     condition_fields = set(declared["conditions"]["items"]["properties"])
     for condition in status["conditions"]:
         assert set(condition) <= condition_fields
         assert set(declared["conditions"]["items"]["required"]) <= set(condition)
+
+
+def test_status_schema_declares_every_field_written_for_shards_with_members() -> None:
+    """Else the API server prunes them, and Metacontroller writes the status at every sync."""
+    status = stages()["running"]["status"]
+    declared = SCHEMA["properties"]["status"]["properties"]
+    assert set(status) <= set(declared)
+    assert schema_errors(status, SCHEMA["properties"]["status"]) == []
+    entry = declared["replication"]["properties"]["shards"]["items"]["properties"]
+    assert {key for shard in status["replication"]["shards"] for key in shard} == set(entry)
 
 
 def test_status_phase_enum_is_the_lifecycle_phases() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hooks import kinds
+from hooks import kinds, patroni
 from testbed.real import partitions
 from testbed.real.partitions import LABEL, Setup
 
@@ -243,6 +243,12 @@ def test_the_policy_is_bound_to_deny(count: int) -> None:
 def test_the_role_lets_metacontroller_apply_every_child_kind() -> None:
     for kind in kinds.CHILDREN:
         assert allowed(group_of(kind), kind.plural) >= READ | WRITE, kind.kind
+
+
+def test_the_role_holds_every_permission_patronis_role_grants() -> None:
+    """The API server refuses a Role to a client that does not hold what it grants (escalation prevention)."""
+    for resource, verbs in patroni.RBAC_RULES:
+        assert allowed("", resource) >= set(verbs), resource
 
 
 def test_the_role_lets_metacontroller_watch_every_related_kind() -> None:

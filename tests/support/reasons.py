@@ -7,7 +7,7 @@ import ast
 import importlib
 from pathlib import Path
 
-from hooks import lifecycle, names
+from hooks import lifecycle, names, replication
 
 Reasons = dict[tuple[str, bool], set[str]]
 
@@ -59,6 +59,8 @@ class Reader:
             return {lifecycle.Phase[node.attr].value}
         if isinstance(node, ast.Attribute) and node.attr == "value":
             return self.resolve(node.value, function)
+        if isinstance(node, ast.Attribute) and node.attr == "reason" and self.refusal(node.value, function):
+            return set(replication.REFUSAL_REASONS)  # a replication refusal's: every reason ``decide`` gives
         if isinstance(node, ast.Name):
             return self.name(node.id, function)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.functions:
@@ -73,6 +75,14 @@ class Reader:
         ):
             return self.firsts(node.value.value, function)  # problems[0][0]: the first problem's reason
         raise AssertionError(f"cannot read the reason {ast.unparse(node)} (line {node.lineno})")
+
+    @staticmethod
+    def refusal(node: ast.expr, function: ast.FunctionDef) -> bool:
+        """``node`` is a parameter annotated as a ``replication.Refusal``."""
+        return isinstance(node, ast.Name) and any(
+            a.arg == node.id and a.annotation is not None and "Refusal" in ast.unparse(a.annotation)
+            for a in function.args.args
+        )
 
     def name(self, name: str, function: ast.FunctionDef) -> set[str]:
         constants = {getattr(module, name, None) for module in self.modules} - {None}

@@ -3,10 +3,22 @@ tests and the cluster tier's round trip on the real API server both read them.""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from typing import Any
 
-from hooks import names, patroni, pod_templates
-from hooks.replication import Plan
+from hooks import handler, names, patroni, pod_templates
+from hooks.replication import (
+    FOLLOWER_LABEL_VALUE,
+    LEADER_LABEL_VALUE,
+    PRIMARY,
+    ROLE_LABEL,
+    STATUS_ANNOTATION,
+    Plan,
+    member_name,
+    role_service_name,
+    sync_config_map,
+)
 from hooks.spec import ShardDBSpec
 
 Obj = dict[str, Any]
@@ -25,6 +37,7 @@ OWNER: Obj = {
 
 
 def spec(**fields: Any) -> ShardDBSpec:
+    """A ShardDB's spec: two shards of the Patroni image, plus ``fields``."""
     return ShardDBSpec.model_validate({**BASE, **fields})
 
 
@@ -51,8 +64,174 @@ def claims() -> list[Obj]:
 
 def rendered(the_spec: ShardDBSpec | None = None, plan: Plan = TWO, shards: int = 2) -> list[Obj]:
     chosen = the_spec or members(plan.members, plan.synchronous)
-    templates = {
-        shard: patroni.member_template("demo", shard, chosen, plan, pod_templates.db_template("demo", chosen))
-        for shard in range(shards)
+    base = pod_templates.db_template("demo", chosen)
+    sets = [
+        patroni.ShardSet(shard, patroni.member_template("demo", shard, chosen, plan, base)) for shard in range(shards)
+    ]
+    return patroni.children("demo", "shop", chosen, plan, sets, claims())
+
+
+# --- a ShardDB with members through the wired hooks: what Metacontroller and Patroni show them ---------
+
+NOW = "2026-05-05T05:05:05Z"
+CREATED = "2026-05-05T05:00:00Z"
+FIXED = datetime(2026, 5, 5, 5, 5, 5, tzinfo=UTC)
+
+
+def parent(fields: Obj | None = None, *, members_count: int = 2, status: Obj | None = None) -> Obj:
+    """A ShardDB with ``members_count`` members per shard, as Metacontroller sends it."""
+    body: Obj = {**BASE, "replication": {"members": members_count}, **(fields or {})}
+    out: Obj = {
+        "apiVersion": names.API_VERSION,
+        "kind": names.KIND,
+        "metadata": {"name": "demo", "namespace": "shop", "generation": 1, "creationTimestamp": CREATED},
+        "spec": body,
     }
-    return patroni.children("demo", "shop", chosen, plan, shards, templates, claims())
+    if status is not None:
+        out["status"] = status
+    return out
+
+
+def applied(children: list[Obj], *, ready: bool = True, seeded: bool = True) -> dict[str, dict[str, Obj]]:
+    """The answer's children as Metacontroller next reports them: keyed ``Kind.apiVersion``, then name.
+
+    Their controllers have caught up: each StatefulSet and the cache report every replica
+    (ready ones if ``ready``), and a seed Job has succeeded if ``seeded``.
+    """
+    out: dict[str, dict[str, Obj]] = {}
+    for child in children:
+        obj = json.loads(json.dumps(child))
+        obj["metadata"].update(namespace="shop", generation=1, creationTimestamp=CREATED)
+        replicas = obj.get("spec", {}).get("replicas")
+        if obj["kind"] == "StatefulSet":
+            obj["status"] = {
+                "replicas": replicas,
+                "readyReplicas": replicas if ready else 0,
+                "updatedReplicas": replicas,
+                "observedGeneration": 1,
+                "currentRevision": "r1",
+                "updateRevision": "r1",
+            }
+        elif obj["kind"] == "Deployment":
+            obj["status"] = {
+                "replicas": replicas,
+                "readyReplicas": replicas if ready else 0,
+                "updatedReplicas": replicas,
+                "observedGeneration": 1,
+            }
+        elif obj["kind"] == "Job" and seeded:
+            obj["status"] = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+        out.setdefault(f"{obj['kind']}.{obj['apiVersion']}", {})[obj["metadata"]["name"]] = obj
+    return out
+
+
+def member_pod(shard: int, member: int, role: str | None, *, streaming: bool = True) -> Obj:
+    """A running member pod as Patroni marks it: its role label and its status annotation."""
+    labels = {**patroni.member_selector("demo", shard)}
+    if role is not None:
+        labels[ROLE_LABEL] = role
+    state: Obj = {"state": "running", "role": "primary" if role == LEADER_LABEL_VALUE else "replica"}
+    if role == FOLLOWER_LABEL_VALUE and streaming:
+        state["replication_state"] = "streaming"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": member_name("demo", shard, member),
+            "namespace": "shop",
+            "labels": labels,
+            "annotations": {STATUS_ANNOTATION: json.dumps(state)},
+            "creationTimestamp": CREATED,
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def sync_record(shard: int, leader: int = 0, standby: int = 1) -> Obj:
+    """Patroni's ``<scope>-sync`` ConfigMap: which member leads and which is its synchronous standby."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": sync_config_map("demo", shard),
+            "namespace": "shop",
+            "annotations": {
+                "leader": member_name("demo", shard, leader),
+                "sync_standby": member_name("demo", shard, standby),
+            },
+        },
+    }
+
+
+def primary_slice(shard: int, member: int = 0, ready: bool = True) -> Obj:
+    """The EndpointSlice of a shard's ``-primary`` Service, with its primary as an endpoint."""
+    service = role_service_name("demo", shard, PRIMARY)
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": f"{service}-x1", "namespace": "shop", "labels": {names.SERVICE_NAME_LABEL: service}},
+        "endpoints": [
+            {"conditions": {"ready": ready}, "targetRef": {"kind": "Pod", "name": member_name("demo", shard, member)}}
+        ],
+    }
+
+
+def healthy(shards: int = 2) -> list[Obj]:
+    """Every shard led by member 0, with member 1 streaming as its synchronous standby."""
+    return [
+        pod
+        for shard in range(shards)
+        for pod in (member_pod(shard, 0, LEADER_LABEL_VALUE), member_pod(shard, 1, FOLLOWER_LABEL_VALUE))
+    ]
+
+
+def request(
+    the_parent: Obj,
+    children: dict[str, dict[str, Obj]] | None = None,
+    related: list[Obj] = (),  # type: ignore[assignment]
+    *,
+    finalizing: bool = False,
+) -> Obj:
+    """A sync (or finalize) request: ``related`` objects grouped as Metacontroller groups them."""
+    groups: dict[str, dict[str, Obj]] = {}
+    for obj in related:
+        groups.setdefault(f"{obj['kind']}.{obj['apiVersion']}", {})[obj["metadata"]["name"]] = obj
+    return {"parent": the_parent, "children": children or {}, "related": groups, "finalizing": finalizing}
+
+
+def answer(body: Obj, *, finalize: bool = False) -> Obj:
+    """The hooks' answer, at a fixed clock reading."""
+    reply: Obj = handler.sync(json.dumps(body).encode(), finalize=finalize, now=lambda: FIXED).body
+    return reply
+
+
+def kinds_named(children: list[Obj]) -> set[tuple[str, str]]:
+    return {(child["kind"], child["metadata"]["name"]) for child in children}
+
+
+def child(children: list[Obj], kind: str, name: str) -> Obj:
+    (found,) = [each for each in children if each["kind"] == kind and each["metadata"]["name"] == name]
+    return found
+
+
+def stages(shards: int = 2) -> dict[str, Obj]:
+    """The answers of a ShardDB with two members per shard, stage by stage: new, shards ready, seeded and
+    registered (the cache asked for), the cache running; and its teardown, cache first, then every member."""
+    new = answer(request(parent()))
+    ready = answer(
+        request(parent(), applied(new["children"]), healthy(shards) + [sync_record(s) for s in range(shards)])
+    )
+    seeded_children = applied(ready["children"])
+    marks = healthy(shards) + [sync_record(s) for s in range(shards)] + [primary_slice(s) for s in range(shards)]
+    registered = answer(request(parent(), seeded_children, marks))
+    running = answer(request(parent(), applied(registered["children"]), marks))
+    stopping = answer(request(parent(), applied(running["children"]), marks, finalizing=True), finalize=True)
+    drained = answer(request(parent(), applied(stopping["children"]), marks, finalizing=True), finalize=True)
+    return {
+        "new": new,
+        "ready": ready,
+        "registered": registered,
+        "running": running,
+        "stopping": stopping,
+        "drained": drained,
+    }

@@ -1,0 +1,101 @@
+"""The shards as the gates and the teardown count them, whichever shape they run as: today's StatefulSet
+``<name>-db`` (one member), or one StatefulSet per shard run by Patroni (members), whose facts are
+Patroni's marks (``hooks/observe_members.py``) and whose readiness is a primary's, not a pod's.
+"""
+
+from __future__ import annotations
+
+from .. import names, patroni, pod_templates, replication, template_choice
+from ..replication import Plan
+from ..snapshot import Snapshot, StatefulSetView
+from .decision import ShardSetAnswer
+from .rollout import made
+
+
+def existing_shards(snap: Snapshot) -> int:
+    """Shards that exist: today's StatefulSet's replicas, or one past the highest shard with members."""
+    if snap.statefulset is not None:
+        return snap.statefulset.replicas
+    return max((each.shard + 1 for each in snap.shard_sets), default=0)
+
+
+def ready_shards(snap: Snapshot, shards: int, members: bool) -> int:
+    """Ready: today's ready pods, or shards with a primary (and, if synchronous, a streaming sync standby)."""
+    if not members:
+        return snap.statefulset.ready if snap.statefulset else 0
+    return sum(1 for each in snap.shard_sets if each.shard < shards and each.health.ready)
+
+
+def registered_shards(snap: Snapshot, members: bool) -> frozenset[int]:
+    """Shards clients reach: a ready endpoint of the headless Service, or (members) of its ``-primary`` one."""
+    if not members:
+        return snap.registered
+    return frozenset(each.shard for each in snap.shard_sets if each.registered)
+
+
+def kept_statefulset(snap: Snapshot) -> StatefulSetView | None:
+    """The StatefulSet whose immutable fields (volumes) the shards keep: today's, else the first shard's."""
+    if snap.statefulset is not None:
+        return snap.statefulset
+    return snap.shard_sets[0].statefulset if snap.shard_sets else None
+
+
+def sets_settled(snap: Snapshot) -> bool:
+    """Every shard StatefulSet with members runs its latest template, as its controller has seen."""
+    return all(each.statefulset.rollout.settled(each.statefulset.replicas) for each in snap.shard_sets)
+
+
+def choose_sets(snap: Snapshot, plan: Plan, shards: int, may_lag: bool) -> tuple[tuple[ShardSetAnswer, ...], bool]:
+    """Each shard's StatefulSet: a running one keeps its member template until its user asks for a change.
+
+    The same rule as today's StatefulSet (``template_choice``), per shard: upgrading the hooks
+    restarts no member. Returns the sets and whether a newer template waits on any of them.
+    """
+    base = pod_templates.db_template(snap.name, snap.spec)
+    made_now = made(snap, template_choice.inputs(snap.spec, names.DB))
+    answers = []
+    waiting = False
+    for shard in range(shards):
+        rendered = patroni.member_template(snap.name, shard, snap.spec, plan, base)
+        observed = snap.shard_set(shard)
+        if observed is None:
+            answers.append(ShardSetAnswer(shard, plan.members, rendered, made_now))
+            continue
+        view = observed.statefulset
+        choice = template_choice.choose(
+            view.recorded(), rendered, made_now.inputs or "", snap.apply_templates, may_lag=may_lag
+        )
+        waiting = waiting or choice.waiting
+        answers.append(ShardSetAnswer(shard, plan.members, choice.template, made_now, view.claim_templates))
+    return tuple(answers), waiting
+
+
+def stopping_sets(snap: Snapshot, keep: bool) -> tuple[ShardSetAnswer, ...]:
+    """A teardown's sets: only those observed, each with its template and record as they are; at zero unless ``keep``.
+
+    Scaling every member of a shard to zero at once stops them together, with no failover:
+    the StatefulSet controller (Parallel) deletes all members in one pass, each Patroni gets
+    SIGTERM, and a Patroni that is stopping never takes the leader lock. The primary keeps its
+    lock until its own PostgreSQL has stopped (its drain is the longest), so no standby is
+    left running to be promoted. Stopping standbys first cannot be asked of a StatefulSet (a
+    scale-down removes the highest ordinal, which may be the primary), and the hooks never
+    delete a pod; pausing Patroni would close the last window (a member whose kubelet learns
+    of the deletion only after the primary stopped), and needs a write to Patroni's own
+    config: not done. Should that window ever open, the standby promoted is synchronous (it
+    holds every acknowledged commit) and is stopped in turn: no data is lost.
+    """
+    return tuple(
+        ShardSetAnswer(
+            each.shard,
+            each.statefulset.replicas if keep else 0,
+            each.statefulset.held_template(),
+            each.statefulset.made,
+            each.statefulset.claim_templates,
+        )
+        for each in snap.shard_sets
+    )
+
+
+def replication_outcome(snap: Snapshot) -> replication.Outcome:
+    """What ``spec.replication`` gets, given the shards that exist (``replication.decide``)."""
+    return replication.decide(snap.name, snap.spec, snap.replication)
