@@ -30,7 +30,9 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
     prior_seeded, prior_conditions = _prior_status(parent.status)
     owned = _children(name, request.children, request.related)
     pods = _pods(name, request.related, owned.statefulset, owned.asked_since)
-    sets, shape = shard_sets(name, request.children, request.related, owned.statefulset is not None, _statefulset_view)
+    sets, shape = shard_sets(
+        name, request.children, request.related, owned.statefulset is not None, _statefulset_view, _last_spec_write
+    )
     return Snapshot(
         name=name,
         namespace=parent.metadata.namespace,
@@ -49,7 +51,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         cache_pods=pods.cache_pods,
         shard_pods=pods.shard_pods,
         stuck_pods=tuple(sorted(pods.stuck, key=StuckPod.sort_key)),
-        missing_pods=pods.missing,
+        missing_pods=pods.missing + tuple(pod for each in sets for pod in each.missing),
         lost_pods=tuple(sorted(pods.lost, key=LostPod.sort_key)),
         created=clock.parse(parent.metadata.creation_timestamp),
         observed=owned.observed,

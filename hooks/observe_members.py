@@ -7,11 +7,12 @@ says how each mark is read).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 
 import msgspec
 
-from . import names
+from . import clock, names
 from .hook_request import Children, EndpointSlice, Pod, Related, StatefulSet
 from .replication import (
     MEMBERS_ANNOTATION,
@@ -29,6 +30,7 @@ from .replication import (
     sync_config_map,
 )
 from .snapshot import ShardSetView, StatefulSetView
+from .trouble.missing import MissingPod, missing_pods
 
 # Health read against the strictest shape (synchronous) when no shard records a usable one.
 _UNRECORDED = Plan(members=2, synchronous=True)
@@ -40,8 +42,12 @@ def shard_sets(
     related: Related | None,
     single_copy: bool,
     view: Callable[[StatefulSet], StatefulSetView],
+    asked_since: Callable[[StatefulSet], datetime | None],
 ) -> tuple[tuple[ShardSetView, ...], Observed]:
-    """Each per-shard StatefulSet observed, by shard, and the shards' shape (``single_copy``: today's exists)."""
+    """Each per-shard StatefulSet observed, by shard, and the shards' shape (``single_copy``: today's exists).
+
+    ``asked_since``: when a StatefulSet last asked for more pods (``observe``'s reading of its writes).
+    """
     found: dict[int, StatefulSet] = {}
     for sts in ((children.statefulsets if children else None) or {}).values():
         shard = names.shard_ordinal(name, sts.metadata.name)
@@ -52,28 +58,69 @@ def shard_sets(
         return (), shape
     plan = shape.plan if shape.plan is not None and shape.plan.patroni else _UNRECORDED
     pods = _members(name, related)
+    by_scope = _pods_by_scope(name, related)
     records = {each.metadata.name: each for each in ((related.config_maps if related else None) or {}).values()}
     slices = (related.endpointslices if related else None) or {}
     out = []
     for shard in sorted(found):
         scope = shard_name(name, shard)
+        sts = found[shard]
         record = records.get(sync_config_map(name, shard))
         sync = SyncRecord.from_config_map(msgspec.to_builtins(record) if record is not None else None)
         health = shard_health(scope, plan, pods.get(scope, []), sync)
         endpoints = _endpoints(slices, role_service_name(name, shard, PRIMARY))
-        out.append(ShardSetView(shard, view(found[shard]), health, registered(health.primary, endpoints)))
+        asked = asked_since(sts)
+        members = by_scope.get(scope, [])
+        missing: tuple[MissingPod, ...] = ()
+        if related is not None and related.pods is not None:
+            caught_up = sts.status.observed_generation >= sts.metadata.generation
+            replicas = sts.spec.replicas if sts.spec.replicas is not None else 1
+            missing = missing_pods(name, replicas, sts.status.replicas, caught_up, members, asked, scope)
+        out.append(
+            ShardSetView(
+                shard,
+                view(sts),
+                health,
+                registered(health.primary, endpoints),
+                since=_last_moved(asked, members),
+                missing=missing,
+            )
+        )
     return tuple(out), shape
+
+
+def _pods_by_scope(name: str, related: Related | None) -> dict[str, list[Pod]]:
+    """This ShardDB's member pods as observed, by the Patroni scope (shard) their label names."""
+    out: dict[str, list[Pod]] = {}
+    for pod in ((related.pods if related else None) or {}).values():
+        scope = pod.metadata.labels.get(SCOPE_LABEL)
+        if scope is not None and pod.metadata.labels.get(names.INSTANCE_LABEL) == name:
+            out.setdefault(scope, []).append(pod)
+    return out
+
+
+def _last_moved(asked: datetime | None, members: Iterable[Pod]) -> datetime | None:
+    """The latest of: the StatefulSet's last spec write, each live member's creation and its Ready turning.
+
+    Read from the objects themselves, never from the hooks' own status, so the answer fed its own
+    status back stays the same. A failover, a rollout or a member re-created each restart the grace.
+    """
+    times = [asked]
+    for pod in members:
+        if pod.metadata.deletion_timestamp is not None:
+            continue
+        times.append(clock.parse(pod.metadata.creation_timestamp))
+        times += [clock.parse(c.last_transition_time) for c in pod.status.conditions if c.type == "Ready"]
+    known = [moment for moment in times if moment is not None]
+    return max(known, default=None)
 
 
 def _members(name: str, related: Related | None) -> dict[str, list[MemberPod]]:
     """The member pods of this ShardDB, by the Patroni scope (shard) their label names."""
-    out: dict[str, list[MemberPod]] = {}
-    for pod in ((related.pods if related else None) or {}).values():
-        scope = pod.metadata.labels.get(SCOPE_LABEL)
-        if scope is None or pod.metadata.labels.get(names.INSTANCE_LABEL) != name:
-            continue
-        out.setdefault(scope, []).append(_member(pod))
-    return {scope: sorted(found, key=lambda member: member.name) for scope, found in out.items()}
+    return {
+        scope: sorted((_member(pod) for pod in pods), key=lambda member: member.name)
+        for scope, pods in _pods_by_scope(name, related).items()
+    }
 
 
 def _member(pod: Pod) -> MemberPod:

@@ -286,6 +286,13 @@ STATUS_ANNOTATION = "status"
 RUNNING = "running"
 STREAMING = "streaming"
 
+# Why a shard with members is not ready (``ShardHealth.reason``): the status names each, and the
+# lifecycle makes each a Degraded reason of the same name (``hooks/trouble/roles.py`` says when).
+READY = "Ready"
+NO_PRIMARY = "NoPrimary"
+NO_SYNC_STANDBY = "NoSyncStandby"
+TWO_PRIMARIES = "TwoPrimaries"
+
 
 @dataclass(frozen=True)
 class MemberPod:
@@ -359,11 +366,11 @@ def shard_health(shard: str, plan: Plan, members: list[MemberPod], sync_record: 
     live = [member for member in members if not member.deleting]
     primaries = sorted(member.name for member in live if member.role == LEADER_LABEL_VALUE)
     if len(primaries) > 1:
-        return ShardHealth(False, "TwoPrimaries", f"shard {shard}: {' and '.join(primaries)} are both labelled primary")
+        return ShardHealth(False, TWO_PRIMARIES, f"shard {shard}: {' and '.join(primaries)} are both labelled primary")
     primary = next((member for member in live if member.role == LEADER_LABEL_VALUE), None)
     if primary is None or not primary.ready or primary.state != RUNNING:
         what = "no member is primary" if primary is None else f"its primary {primary.name} is not ready yet"
-        return ShardHealth(False, "NoPrimary", f"shard {shard}: {what}")
+        return ShardHealth(False, NO_PRIMARY, f"shard {shard}: {what}")
     streaming = tuple(
         sorted(
             member.name
@@ -375,14 +382,14 @@ def shard_health(shard: str, plan: Plan, members: list[MemberPod], sync_record: 
         )
     )
     if not plan.synchronous:
-        return ShardHealth(True, "Ready", f"shard {shard}: primary {primary.name}", primary.name, None, streaming)
+        return ShardHealth(True, READY, f"shard {shard}: primary {primary.name}", primary.name, None, streaming)
     sync = next(
         (name for name in streaming if sync_record.leader == primary.name and name in sync_record.standbys), None
     )
     if sync is None:
         return ShardHealth(
             False,
-            "NoSyncStandby",
+            NO_SYNC_STANDBY,
             f"shard {shard}: primary {primary.name} has no streaming synchronous standby yet",
             primary.name,
             None,
@@ -390,7 +397,7 @@ def shard_health(shard: str, plan: Plan, members: list[MemberPod], sync_record: 
         )
     return ShardHealth(
         True,
-        "Ready",
+        READY,
         f"shard {shard}: primary {primary.name}, synchronous standby {sync}",
         primary.name,
         sync,

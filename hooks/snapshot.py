@@ -142,6 +142,10 @@ class ShardSetView:
     statefulset: StatefulSetView
     health: ShardHealth
     registered: bool = False  # its primary is a ready endpoint of its ``-primary`` Service
+    # The last moment anything moved on the shard (its StatefulSet's spec, a member created or turning
+    # (un)ready): a shard without a primary or sync standby is given the start grace from it.
+    since: datetime | None = None
+    missing: tuple[MissingPod, ...] = ()  # members its StatefulSet asks for and could not create
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from .. import names, template_choice
 from ..snapshot import Snapshot
-from ..trouble import grace, missing
+from ..trouble import grace, missing, roles
 from ..trouble.stuck import StuckPod
 from . import kept, rollout
 from . import shards as shard_facts
@@ -22,6 +22,7 @@ from .wording import (
     newer_waiting,
     progressing,
     refused,
+    two_primaries,
     waiting,
     worse_than_asked,
 )
@@ -62,23 +63,44 @@ def sync(snap: Snapshot) -> Decision:
     if members:
         expected = tuple(range(max(1, shard_facts.existing_shards(snap)))) if sets else ()
     unmet = missing.find(snap, spec.pod_start_grace_seconds, children=not spec.paused, shard_sets=expected)
+    # Shards with members without a primary or sync standby: Patroni's to mend within the grace.
+    role_trouble = roles.triage(snap.shard_sets, snap.name, snap.now, spec.pod_start_grace_seconds)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
     tolerated = 1 if plan.shards_rolling and not _stuck(troubles.failing, names.DB) else 0
 
     cache_ready = cache is not None and cache.ready >= spec.cache.replicas and cache.replicas == spec.cache.replicas
     phase = _phase(ready + tolerated >= shards, seeded_now, registered + tolerated >= shards, cache_ready)
-    serving = _serving(in_discovery, shards, seeded, ready, tolerated, phase, troubles.waiting)
+    serving_ready = shard_facts.serving_shards(snap, shards, members, ready)
+    starting = len(role_trouble.waiting) + sum(1 for pod in troubles.waiting if pod.component == names.DB)
+    serving = _serving(in_discovery, shards, seeded, serving_ready, tolerated, phase, starting)
     available = cache_ready and serving.ok
 
     size, storage_class = kept.storage(snap)
     current_job = snap.seed_job(shards)
     seed_failed = current_job is not None and current_job.failed and not seeded_now
     problems = (
-        refused(outcome.refusal)
+        two_primaries(role_trouble.failing)
+        + refused(outcome.refusal)
         + absent_problems(snap, unmet)
-        + worse_than_asked(snap, troubles.failing, shards, seed_failed, size, storage_class, serving.ok_or_starting)
+        + worse_than_asked(
+            snap,
+            troubles.failing,
+            role_trouble.failing,
+            shards,
+            seed_failed,
+            size,
+            storage_class,
+            serving.ok_or_starting,
+        )
     )
-    uncreated = missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else ""
+    uncreated = "; ".join(
+        part
+        for part in (
+            missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else "",
+            roles.waiting_message(role_trouble.waiting),
+        )
+        if part
+    )
     moving = waiting(
         progressing(snap, phase, shards, ready, registered, seed_failed, plan), troubles.waiting, uncreated
     )
@@ -87,7 +109,7 @@ def sync(snap: Snapshot) -> Decision:
             "Available",
             available,
             available_reason(snap, available, serving.ok, phase),
-            available_message(snap, available, ready, serving.shards, tolerated),
+            available_message(snap, available, serving_ready, serving.shards, tolerated),
         ),
         newer_waiting(moving, chosen.newer),
         ConditionState(
@@ -121,7 +143,7 @@ def sync(snap: Snapshot) -> Decision:
         updated_shards=sts.rollout.updated if sts else plan.shards_updated,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
-        recheck_at=_earliest(troubles.recheck_at, unmet.recheck_at),
+        recheck_at=_earliest(troubles.recheck_at, unmet.recheck_at, role_trouble.recheck_at),
         holds_until=unmet.holds_until,
         db_made=chosen.db_made,
         cache_made=cache_made,
@@ -173,14 +195,14 @@ def _serving(
     ready: int,
     tolerated: int,
     phase: Phase,
-    waiting_pods: tuple[StuckPod, ...],
+    starting: int,
 ) -> _Serving:
+    """``starting``: shard pods waiting within their start grace, and shards with members waiting for their roles."""
     serving = min(seeded, shards)
     # Endpoints trail readiness; a ready, seeded shard still joining discovery is progress, not damage.
     unregistered = sum(1 for o in range(serving) if o not in in_discovery)
     registered_ok = phase == Phase.REGISTERING or unregistered <= tolerated
     ok = serving > 0 and ready + tolerated >= serving and registered_ok
-    starting = sum(1 for pod in waiting_pods if pod.component == names.DB)
     ok_or_starting = (
         serving > 0
         and ready + tolerated + starting >= serving

@@ -26,6 +26,18 @@ def ready_shards(snap: Snapshot, shards: int, members: bool) -> int:
     return sum(1 for each in snap.shard_sets if each.shard < shards and each.health.ready)
 
 
+def serving_shards(snap: Snapshot, shards: int, members: bool, ready: int) -> int:
+    """Shards that serve clients: today's ready pods; with members, each shard whose primary is ready and running.
+
+    A synchronous shard that lost its standby still serves: Patroni (not strict) drops the standby
+    from ``synchronous_standby_names`` and commits go on, acknowledged by the primary alone. That
+    shard is not ready for the gates (a new seed or cache waits), and Degraded says ``NoSyncStandby``.
+    """
+    if not members:
+        return ready
+    return sum(1 for each in snap.shard_sets if each.shard < shards and each.health.primary is not None)
+
+
 def registered_shards(snap: Snapshot, members: bool) -> frozenset[int]:
     """Shards clients reach: a ready endpoint of the headless Service, or (members) of its ``-primary`` one."""
     if not members:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import names
-from ..replication import Refusal
+from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, TWO_PRIMARIES, Refusal
 from ..snapshot import Snapshot
-from ..trouble import grace, lost, missing
+from ..trouble import grace, lost, missing, roles
+from ..trouble.roles import RoleTrouble
 from ..trouble.stuck import StuckPod
 from .decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
 from .kept import same_storage
@@ -23,6 +24,11 @@ SHARD_PODS_MISSING = "ShardPodsMissing"
 NODE_LOST = "NodeLost"
 CACHE_PODS_MISSING = "CachePodsMissing"
 SEED_PODS_MISSING = "SeedPodsMissing"
+
+# A running shard without its synchronous standby: writes go on (Patroni's synchronous mode is not
+# strict), but each commit is acknowledged by the primary alone, and Patroni promotes only a
+# synchronous standby, so a lost primary now is an outage until a person acts.
+UNGUARDED = "commits are acknowledged by the primary alone, and no standby may take over if it is lost"
 
 APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new value> to roll it"
 
@@ -39,6 +45,18 @@ def refused(refusal: Refusal | None) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     if refusal is not None:
         problems.append((refusal.reason, refusal.message))
+    return problems
+
+
+def two_primaries(failing: tuple[RoleTrouble, ...]) -> list[tuple[str, str]]:
+    """Two pods of a shard labelled primary: first of all, at once, since two writable primaries must never be.
+
+    Patroni's labels say so; whether both accept writes only ``patronictl list`` in a member tells.
+    """
+    problems: list[tuple[str, str]] = []
+    message = roles.failing_message(failing, TWO_PRIMARIES, 0)
+    if message:
+        problems.append((TWO_PRIMARIES, f"{message}: read `patronictl list` in a member of the shard"))
     return problems
 
 
@@ -62,6 +80,7 @@ def absent_problems(snap: Snapshot, unmet: missing.Missing) -> list[tuple[str, s
 def worse_than_asked(
     snap: Snapshot,
     failing_pods: tuple[StuckPod, ...],
+    failing_roles: tuple[RoleTrouble, ...],
     shards: int,
     seed_failed: bool,
     size: str,
@@ -74,6 +93,12 @@ def worse_than_asked(
     failing = _failing_pods(failing_pods)
     if names.DB in failing:
         problems.append(("ShardPodsFailing", f"shard pods cannot start: {failing[names.DB]}"))
+    # After the pods that cause it: a shard with members Patroni has not mended within the grace.
+    grace_seconds = spec.pod_start_grace_seconds
+    if no_primary := roles.failing_message(failing_roles, NO_PRIMARY, grace_seconds):
+        problems.append((NO_PRIMARY, f"{no_primary}: no write reaches the shard"))
+    if no_sync := roles.failing_message(failing_roles, NO_SYNC_STANDBY, grace_seconds):
+        problems.append((NO_SYNC_STANDBY, f"{no_sync}: {UNGUARDED}"))
     if seed_failed:
         problems.append(("SeedFailed", f"{_seed_failure(snap, shards)}; inspect its logs, then delete it to retry"))
     if names.SEED in failing:

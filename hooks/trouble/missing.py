@@ -37,24 +37,33 @@ class MissingPod:
     name: str
     ordinal: int
     since: datetime | None
+    statefulset: str = ""  # the StatefulSet that asks for it: a shard's with members; "" is today's ``<name>-db``
 
 
 def missing_pods(
-    name: str, replicas: int, counted: int, caught_up: bool, found: Iterable[Pod], since: datetime | None
+    name: str,
+    replicas: int,
+    counted: int,
+    caught_up: bool,
+    found: Iterable[Pod],
+    since: datetime | None,
+    statefulset: str = "",
 ) -> tuple[MissingPod, ...]:
-    """Shard pods the StatefulSet asks for (``replicas``), that its controller tried to create and could not.
+    """Pods a StatefulSet asks for (``replicas``), that its controller tried to create and could not.
 
     Only once its controller has seen the latest spec (``caught_up``) and counts fewer pods than
     it asks for: a pod deleted a moment ago, or created a moment before its event reached the
-    request, is no pod missing. So a rollout or a scale-up never reads as one.
+    request, is no pod missing. So a rollout or a scale-up never reads as one. ``statefulset``
+    names a shard's StatefulSet with members (its pods are ``<statefulset>-<member>``); "" is today's.
     """
     if not caught_up or counted >= replicas:
         return ()
     present = {pod.metadata.name for pod in found if pod.metadata.labels.get(names.INSTANCE_LABEL) == name}
+    owner = statefulset or names.db_name(name)
     return tuple(
-        MissingPod(names.shard_pod_name(name, ordinal), ordinal, since)
+        MissingPod(f"{owner}-{ordinal}", ordinal, since, statefulset)
         for ordinal in range(min(replicas, MAX_SHARDS))
-        if names.shard_pod_name(name, ordinal) not in present
+        if f"{owner}-{ordinal}" not in present
     )
 
 
@@ -176,10 +185,11 @@ def pods_message(name: str, pods: tuple[MissingPod, ...], grace_seconds: int) ->
     pod_names = [pod.name for pod in pods]
     one = len(pod_names) == 1
     subject = f"shard pod{'' if one else 's'} {listed(pod_names)} {'does' if one else 'do'} not exist"
-    db = names.db_name(name)
+    owners = list(dict.fromkeys(pod.statefulset or names.db_name(name) for pod in pods))
+    several = len(owners) > 1
     return (
-        f"{subject} {grace_seconds} s after the StatefulSet asked for {'it' if one else 'them'}: "
-        f"read `kubectl describe statefulset {db}` (its FailedCreate events)"
+        f"{subject} {grace_seconds} s after {'their StatefulSets' if several else 'the StatefulSet'} asked for "
+        f"{'it' if one else 'them'}: read `kubectl describe statefulset {' '.join(owners)}` (its FailedCreate events)"
     )
 
 

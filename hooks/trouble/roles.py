@@ -1,0 +1,92 @@
+"""Shards with members whose roles are not what they must be, split by the start grace: no primary, no
+synchronous standby, two pods labelled primary.
+
+Patroni mends the first two by itself (it elects a leader, a standby catches up or is cloned), so
+they are progress for ``spec.podStartGraceSeconds``, timed from the last thing that moved on the
+shard (``ShardSetView.since``). Two primaries is never progress: it counts at once.
+Pure: the caller passes the clock reading in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, TWO_PRIMARIES, shard_name
+from ..snapshot import ShardSetView
+from .words import listed
+
+# What a shard within its grace waits for, by its health's reason.
+WAITS_FOR = {NO_PRIMARY: "for Patroni to elect a primary", NO_SYNC_STANDBY: "for a synchronous standby"}
+AT_ONCE = frozenset({TWO_PRIMARIES})
+
+
+@dataclass(frozen=True)
+class RoleTrouble:
+    """One shard whose roles are wrong: its health's reason and message (``replication.shard_health``)."""
+
+    shard: int
+    name: str  # the shard's StatefulSet and Patroni scope, ``<name>-db-<shard>``
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The shards with role trouble at one clock reading."""
+
+    failing: tuple[RoleTrouble, ...] = ()  # count now: Degraded names them
+    waiting: tuple[RoleTrouble, ...] = ()  # within their grace: Progressing says what they wait for
+    recheck_at: datetime | None = None  # when the earliest grace still running runs out
+
+
+def triage(sets: Iterable[ShardSetView], parent: str, now: datetime | None, grace_seconds: int) -> Roles:
+    """Which shards' role trouble counts at ``now``.
+
+    A shard scaled to zero asks for no member and has no trouble. Without a clock reading, or
+    a time the shard last moved, every trouble counts.
+    """
+    grace = timedelta(seconds=grace_seconds)
+    failing: list[RoleTrouble] = []
+    waiting: list[RoleTrouble] = []
+    ends: list[datetime] = []
+    for each in sets:
+        health = each.health
+        if health.ready or each.statefulset.replicas == 0:
+            continue
+        trouble = RoleTrouble(each.shard, shard_name(parent, each.shard), health.reason, health.message)
+        end = _end(each.since, grace) if health.reason not in AT_ONCE else None
+        if now is None or end is None or now >= end:
+            failing.append(trouble)
+        else:
+            waiting.append(trouble)
+            ends.append(end)
+    return Roles(tuple(failing), tuple(waiting), min(ends, default=None))
+
+
+def _end(since: datetime | None, grace: timedelta) -> datetime | None:
+    if since is None or not grace:
+        return None
+    try:
+        return since + grace
+    except OverflowError:  # a time at the end of the calendar is no time a shard moved
+        return None
+
+
+def waiting_message(waiting: tuple[RoleTrouble, ...]) -> str:
+    """``shard demo-db-1 waiting for Patroni to elect a primary``, per reason; names only, so it stays put."""
+    groups: dict[str, list[str]] = {}
+    for trouble in waiting:
+        groups.setdefault(trouble.reason, []).append(trouble.name)
+    return "; ".join(
+        f"shard{'' if len(shards) == 1 else 's'} {listed(shards)} waiting {WAITS_FOR.get(reason, reason)}"
+        for reason, shards in groups.items()
+    )
+
+
+def failing_message(failing: tuple[RoleTrouble, ...], reason: str, grace_seconds: int) -> str:
+    """The failing shards of one ``reason``: each health message, and how long it has lasted when graced."""
+    messages = [trouble.message for trouble in failing if trouble.reason == reason]
+    lasted = "" if reason in AT_ONCE else f", for more than {grace_seconds} s"
+    return "; ".join(f"{message}{lasted}" for message in messages)
