@@ -42,6 +42,8 @@ DEGRADED_REASONS = frozenset(
         "Deleting",
         "NameInvalid",
         "NameTooLong",
+        "NoPrimary",
+        "NoSyncStandby",
         "NodeLost",
         "ReplicationChangeRefused",
         "ReplicationNameTooLong",
@@ -54,6 +56,7 @@ DEGRADED_REASONS = frozenset(
         "ShardsUnavailable",
         "ShrinkRefused",
         "StorageImmutable",
+        "TwoPrimaries",
     }
 )
 PHASES = frozenset(phase.value for phase in Phase)

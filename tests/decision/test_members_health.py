@@ -1,0 +1,186 @@
+"""A ShardDB with members tells the truth about each shard's roles and pods, as today's shards do: trouble
+past ``spec.podStartGraceSeconds`` is Degraded, naming what; within it, Progressing; two primaries at once.
+
+Patroni's marks are given as Patroni writes them (``tests/support/replication.py``); the clock is the
+fixed one the helpers answer at, and each member's times are set relative to it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from hooks import replication
+from hooks.replication import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
+
+from ..support.replication import (
+    FIXED,
+    answer,
+    applied,
+    healthy,
+    member_pod,
+    parent,
+    primary_slice,
+    request,
+    stages,
+    sync_record,
+)
+
+Obj = dict[str, Any]
+STAGES = stages()
+JUST_NOW = (FIXED - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")  # within the default 120 s grace
+
+
+def condition(body: Obj, kind: str) -> Obj:
+    found: Obj = next(c for c in body["status"]["conditions"] if c["type"] == kind)
+    return found
+
+
+def running(pods: list[Obj], **changes: Any) -> Obj:
+    """The running ShardDB's answer with these member pods (both shards' sync records and primaries registered)."""
+    children = applied(STAGES["running"]["children"])
+    for shard, replicas in changes.get("observed_replicas", {}).items():
+        children["StatefulSet.apps/v1"][f"demo-db-{shard}"]["status"]["replicas"] = replicas
+    marks = [*pods, sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+    return answer(request(parent(), children, marks))
+
+
+def without(*names: str) -> list[Obj]:
+    return [pod for pod in healthy() if pod["metadata"]["name"] not in names]
+
+
+def moved_recently(pod: Obj) -> Obj:
+    """A member created within the grace (a failover's new pod, a standby cloned again)."""
+    pod["metadata"]["creationTimestamp"] = JUST_NOW
+    return pod
+
+
+def crash_looping(shard: int, member: int) -> Obj:
+    pod = member_pod(shard, member, None)
+    pod["status"] = {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "False"}],
+        "containerStatuses": [
+            {
+                "name": "db",
+                "ready": False,
+                "restartCount": 4,
+                "image": "postgres-patroni",
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1}},
+            }
+        ],
+    }
+    return pod
+
+
+# --- no primary ---------------------------------------------------------------------------------------
+
+
+def test_a_shard_without_a_primary_past_the_grace_is_degraded_no_primary() -> None:
+    degraded = condition(running(without("demo-db-1-0")), "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", replication.NO_PRIMARY)
+    assert "demo-db-1" in degraded["message"]
+
+
+def test_a_shard_without_a_primary_within_the_grace_is_progressing_not_degraded() -> None:
+    pods = [*without("demo-db-1-0", "demo-db-1-1"), moved_recently(member_pod(1, 1, FOLLOWER_LABEL_VALUE))]
+    body = running(pods)
+    assert condition(body, "Degraded")["status"] == "False"
+    progressing = condition(body, "Progressing")
+    assert progressing["status"] == "True"
+    assert "demo-db-1 waiting for Patroni to elect a primary" in progressing["message"]
+
+
+def test_a_shard_waiting_for_a_primary_asks_to_be_called_when_its_grace_runs_out() -> None:
+    pods = [*without("demo-db-1-0", "demo-db-1-1"), moved_recently(member_pod(1, 1, FOLLOWER_LABEL_VALUE))]
+    assert running(pods)["resyncAfterSeconds"] == 90
+
+
+def test_a_members_ready_turning_restarts_the_shards_grace() -> None:
+    """The old primary's Ready turned False a moment ago (its Patroni lost the lock): Patroni gets the grace."""
+    pods = without("demo-db-1-0")
+    demoted = member_pod(1, 0, None)
+    demoted["status"]["conditions"] = [{"type": "Ready", "status": "False", "lastTransitionTime": JUST_NOW}]
+    assert condition(running([*pods, demoted]), "Degraded")["status"] == "False"
+
+
+# --- no synchronous standby ---------------------------------------------------------------------------
+
+
+def test_a_synchronous_shard_without_its_sync_standby_past_the_grace_is_degraded_no_sync_standby() -> None:
+    pods = [*without("demo-db-1-1"), member_pod(1, 1, FOLLOWER_LABEL_VALUE, streaming=False)]
+    degraded = condition(running(pods), "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", replication.NO_SYNC_STANDBY)
+    assert "acknowledged by the primary alone" in degraded["message"]
+
+
+def test_a_shard_that_lost_its_sync_standby_still_serves() -> None:
+    """Patroni's synchronous mode is not strict: the primary goes on alone, so the ShardDB stays Available."""
+    body = running(without("demo-db-1-1"))
+    assert condition(body, "Available")["status"] == "True"
+    assert body["status"]["replication"]["shards"][1]["reason"] == replication.NO_SYNC_STANDBY
+
+
+def test_a_standby_cloned_within_the_grace_is_progressing() -> None:
+    pods = [*without("demo-db-1-1"), moved_recently(member_pod(1, 1, FOLLOWER_LABEL_VALUE, streaming=False))]
+    body = running(pods)
+    assert condition(body, "Degraded")["status"] == "False"
+    assert "demo-db-1 waiting for a synchronous standby" in condition(body, "Progressing")["message"]
+
+
+# --- two primaries -----------------------------------------------------------------------------------
+
+
+def test_two_pods_labelled_primary_are_degraded_at_once_first_of_all() -> None:
+    pods = [*without("demo-db-1-1"), moved_recently(member_pod(1, 1, LEADER_LABEL_VALUE))]
+    degraded = condition(running(pods), "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", replication.TWO_PRIMARIES)
+    assert "demo-db-1-0 and demo-db-1-1" in degraded["message"]
+    assert "patronictl list" in degraded["message"]
+
+
+# --- member pods that cannot be created or cannot start ---------------------------------------------
+
+
+def test_a_member_pod_its_shards_statefulset_cannot_create_is_shard_pods_missing() -> None:
+    degraded = condition(running(without("demo-db-1-1"), observed_replicas={1: 1}), "Degraded")
+    assert degraded["reason"] == "ShardPodsMissing"
+    assert "demo-db-1-1 does not exist" in degraded["message"]
+    assert "kubectl describe statefulset demo-db-1`" in degraded["message"]
+
+
+def test_a_crash_looping_member_is_shard_pods_failing_before_what_it_causes() -> None:
+    degraded = condition(running([*without("demo-db-1-1"), crash_looping(1, 1)]), "Degraded")
+    assert degraded["reason"] == "ShardPodsFailing"
+    assert "demo-db-1-1: CrashLoopBackOff" in degraded["message"]
+    assert replication.NO_SYNC_STANDBY not in degraded["reason"]
+
+
+# --- what stays as it was ----------------------------------------------------------------------------
+
+
+def test_a_healthy_sharddb_with_members_is_not_degraded() -> None:
+    assert condition(STAGES["running"], "Degraded")["status"] == "False"
+
+
+def test_role_trouble_is_a_fixed_point_fed_back() -> None:
+    first = running(without("demo-db-1-0"))
+    children = applied(STAGES["running"]["children"])
+    marks = [*without("demo-db-1-0"), sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+    again = answer(request(parent(status=first["status"]), children, marks))
+    assert again["status"] == first["status"]
+
+
+def test_a_teardown_reports_no_role_trouble() -> None:
+    children = applied(STAGES["running"]["children"])
+    body = answer(request(parent(), children, without("demo-db-1-0"), finalizing=True), finalize=True)
+    assert condition(body, "Degraded")["reason"] == "Deleting"
+
+
+def test_the_replication_status_is_unchanged_by_the_conditions() -> None:
+    body = running(without("demo-db-1-0"))
+    assert json.dumps(body["status"]["replication"]["shards"][0]) == json.dumps(
+        STAGES["running"]["status"]["replication"]["shards"][0]
+    )
