@@ -127,6 +127,7 @@ def members_related(name: str, shards: int) -> list[dict[str, Any]]:
 
     The ConfigMaps by name, never by Patroni's labels: those also match its leader ConfigMap,
     whose lock Patroni renews every loop_wait, and each write would cost a sync of the ShardDB.
+    ``-config`` and ``-failover`` change rarely; they tell the finalize hook Patroni's state is left.
     Shards never shrink, so ``spec.shards`` names every shard there is.
     """
     primaries = [replication.role_service_name(name, shard, replication.PRIMARY) for shard in range(shards)]
@@ -141,6 +142,6 @@ def members_related(name: str, shards: int) -> list[dict[str, Any]]:
         {
             "apiVersion": kinds.CONFIGMAP.api_version,
             "resource": kinds.CONFIGMAP.plural,
-            "names": [replication.sync_config_map(name, shard) for shard in range(shards)],
+            "names": replication.watched_config_maps(name, shards),
         },
     ]

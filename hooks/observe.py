@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from . import clock, hook_request, kinds, last_applied, names, template_choice
+from . import clock, hook_request, kinds, last_applied, names, patroni_cleanup, replication, template_choice
 from .hook_request import Children, Condition, Deployment, EndpointSlice, Job, Pod, Related, StatefulSet, SyncRequest
 from .observe_members import shard_sets
 from .snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, TemplateRecord
@@ -60,7 +60,30 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         answered_generation=_answered(parent.status),
         shard_sets=sets,
         replication=shape,
+        cleanup_job=_cleanup_job(name, request.children),
+        patroni_state=_patroni_state(name, spec.shards, request.related),
     )
+
+
+def _cleanup_job(name: str, children: Children | None) -> SeedJobView | None:
+    """The Job that removes Patroni's ConfigMaps, if observed: whether it succeeded or gave up."""
+    for job in ((children.jobs if children else None) or {}).values():
+        if job.metadata.name == patroni_cleanup.name(name):
+            true = {c.type for c in job.status.conditions if c.status == "True"}
+            return SeedJobView(0, succeeded="Complete" in true, failed=bool(true & {"Failed", "FailureTarget"}))
+    return None
+
+
+def _patroni_state(name: str, shards: int, related: Related | None) -> bool | None:
+    """Whether a ``-config``, ``-sync`` or ``-failover`` ConfigMap of a shard exists (watched by name).
+
+    None when no ConfigMap is watched at all (the group is missing from the request): then
+    absence is no evidence, and only the cleanup Job's success says they are gone.
+    """
+    if related is None or related.config_maps is None:
+        return None
+    watched = set(replication.watched_config_maps(name, shards))
+    return any(each.metadata.name in watched for each in related.config_maps.values())
 
 
 @dataclass(frozen=True)

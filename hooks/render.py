@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import last_applied, names, patroni, pod_templates, replication, template_choice
+from . import last_applied, names, patroni, patroni_cleanup, pod_templates, replication, template_choice
 from .last_applied import contains
 from .lifecycle import Decision
 from .replication import ShardHealth
@@ -44,6 +44,8 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         out.append(cache_service(snap.name, snap.spec.cache.port))
     if names.CACHE in decision.budgets:
         out.append(budget(snap.name, names.CACHE))
+    if decision.patroni_cleanup:
+        out += patroni_cleanup.children(snap.name, snap.namespace, snap.spec)
     return out
 
 

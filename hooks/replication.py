@@ -173,6 +173,16 @@ def sync_config_map(parent: str, shard: int) -> str:
     return f"{shard_name(parent, shard)}-sync"
 
 
+# Patroni's ConfigMaps of a shard that the hooks watch, by name: they change rarely and say its state
+# is there (the finalize hook removes it). Never ``-leader``: Patroni renews it every loop.
+WATCHED_STATE = ("config", "sync", "failover")
+
+
+def watched_config_maps(parent: str, shards: int) -> list[str]:
+    """Each shard's ``-config``, ``-sync`` and ``-failover`` ConfigMap: read by name, never children."""
+    return [f"{shard_name(parent, shard)}-{suffix}" for shard in range(shards) for suffix in WATCHED_STATE]
+
+
 def _replicated_names(parent: str) -> list[tuple[str, str, int]]:
     """Each name Kubernetes derives from ``parent`` once shards have members, at its longest, with its limit.
 

@@ -181,6 +181,10 @@ class Snapshot:
     # Shards with members, one StatefulSet each, by shard; and the replication shape the shards show.
     shard_sets: tuple[ShardSetView, ...] = ()
     replication: Observed = field(default_factory=Observed)
+    # The Job that removes Patroni's ConfigMaps on deletion (``hooks/patroni_cleanup.py``), if observed.
+    cleanup_job: SeedJobView | None = None
+    # Whether any of Patroni's watched ConfigMaps of this ShardDB exists; None: they are not watched here.
+    patroni_state: bool | None = None
 
     def unrecorded(self) -> bool:
         """A running StatefulSet or cache Deployment carries no record of what its template was made from."""

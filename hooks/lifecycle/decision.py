@@ -100,6 +100,8 @@ class Decision:
     replication: Plan | None = SINGLE_COPY
     shard_sets: tuple[ShardSetAnswer, ...] = ()
     shard_health: tuple[tuple[int, ShardHealth], ...] = ()  # (shard, its health) per shard with members, for the status
+    # Deletion, members gone: the Job (and its Role) that removes Patroni's ConfigMaps (``hooks/patroni_cleanup.py``).
+    patroni_cleanup: bool = False
 
     @property
     def members(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import names, pod_templates, template_choice
+from .. import names, patroni_cleanup, pod_templates, template_choice
 from ..replication import Plan
 from ..snapshot import Snapshot
 from . import kept
@@ -39,13 +39,41 @@ def finalize(snap: Snapshot) -> Decision:
     else:
         phase = Phase.FINALIZED
         message = "cache and shards are gone; volumes are kept"
+    cleanup = _patroni_left(snap) if phase == Phase.FINALIZED else ""
+    if cleanup:
+        phase, message = Phase.DRAINING_SHARDS, cleanup
     done = phase == Phase.FINALIZED
     conditions = (
         ConditionState("Available", False, "Deleting", "the ShardDB is being deleted"),
         ConditionState("Progressing", not done, phase.value, message),
         ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
     )
-    return stopping(snap, phase, shards, 0 if cache is not None else None, conditions, finalized=done)
+    decision = stopping(snap, phase, shards, 0 if cache is not None else None, conditions, finalized=done)
+    return replace(decision, patroni_cleanup=bool(cleanup) or snap.cleanup_job is not None)
+
+
+def _patroni_left(snap: Snapshot) -> str:
+    """What removing Patroni's ConfigMaps still waits for, once every member is gone; '' when nothing.
+
+    Only for shards with members. Done once the cleanup Job succeeded, or once none of Patroni's
+    watched ConfigMaps is observed and no cleanup Job still runs (a deleted namespace removes them
+    itself, and refuses the Job). While they are not watched, only the Job's success counts.
+    """
+    shape = _shape(snap)
+    if shape is None or not shape.patroni:
+        return ""
+    job = snap.cleanup_job
+    if job is not None and job.succeeded:
+        return ""
+    if snap.patroni_state is False and (job is None or job.failed):
+        return ""
+    cleaner = patroni_cleanup.name(snap.name)
+    if job is not None and job.failed:
+        return (
+            f"the Job {cleaner} that removes Patroni's ConfigMaps failed: read `kubectl logs job/{cleaner}`, "
+            "then delete the Job to run it again"
+        )
+    return f"waiting for the Job {cleaner} to remove Patroni's ConfigMaps (its leader, config, sync and failover)"
 
 
 def hibernate(snap: Snapshot) -> Decision:

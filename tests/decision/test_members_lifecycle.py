@@ -246,8 +246,11 @@ def test_finalize_then_scales_every_member_statefulset_to_zero_at_once() -> None
     assert drained["finalized"] is False  # the member pods still exist
 
 
-def test_finalize_is_done_once_no_member_pod_remains() -> None:
-    gone = answer(request(parent(), applied(STAGES["drained"]["children"]), [], finalizing=True), finalize=True)
+def test_finalize_is_done_once_no_member_pod_remains_and_no_patroni_state_is_left() -> None:
+    """Patroni's ConfigMaps watched and none left (``tests/decision/test_members_cleanup.py`` runs the cleanup)."""
+    body = request(parent(), applied(STAGES["drained"]["children"]), [], finalizing=True)
+    body["related"]["ConfigMap.v1"] = {}
+    gone = answer(body, finalize=True)
     assert gone["finalized"] is True
 
 
@@ -327,10 +330,14 @@ def test_customize_watches_each_primary_services_endpointslices() -> None:
     ]
 
 
-def test_customize_watches_patronis_sync_configmaps_by_name_only() -> None:
+def test_customize_watches_patronis_configmaps_by_name_only_never_the_leader() -> None:
     """By name: a label selector would also match the leader ConfigMap, which Patroni renews every loop."""
     (rule,) = [r for r in customize(parent()) if r["resource"] == "configmaps"]
-    assert rule == {"apiVersion": "v1", "resource": "configmaps", "names": ["demo-db-0-sync", "demo-db-1-sync"]}
+    assert rule == {
+        "apiVersion": "v1",
+        "resource": "configmaps",
+        "names": [f"demo-db-{s}-{suffix}" for s in (0, 1) for suffix in ("config", "sync", "failover")],
+    }
 
 
 def test_customize_for_one_member_watches_what_it_always_did() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hooks import kinds, patroni
+from hooks import kinds, patroni, patroni_cleanup
 from testbed.real import partitions
 from testbed.real.partitions import LABEL, Setup
 
@@ -248,6 +248,12 @@ def test_the_role_lets_metacontroller_apply_every_child_kind() -> None:
 def test_the_role_holds_every_permission_patronis_role_grants() -> None:
     """The API server refuses a Role to a client that does not hold what it grants (escalation prevention)."""
     for resource, verbs in patroni.RBAC_RULES:
+        assert allowed("", resource) >= set(verbs), resource
+
+
+def test_the_role_holds_every_permission_the_patroni_cleanup_role_grants() -> None:
+    """The cleanup Job's Role is applied by Metacontroller on deletion: the same escalation prevention holds."""
+    for resource, verbs in patroni_cleanup.RBAC_RULES:
         assert allowed("", resource) >= set(verbs), resource
 
 
