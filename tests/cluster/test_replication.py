@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hooks import patroni_cleanup
 from hooks.replication import Plan
 from testbed.models.metacontroller import (
     LAST_APPLIED,
@@ -76,3 +77,18 @@ def test_every_child_the_wired_hooks_answer_is_stored_as_a_fixed_point_at_each_s
             sent = desired_as_sent(desired, namespace, PARENT_UID)
             if desired["kind"] != "Job":
                 assert not needs_update(stored, sent), (stage, desired["kind"], difference(stored, sent))
+
+
+def test_the_patroni_cleanup_job_and_its_role_are_stored_as_fixed_points(kube: Kube, namespace: str) -> None:
+    """Asked only on deletion, once every member is gone: the Job is created as sent (never updated), and the
+    Role and binding merge to nothing."""
+    for desired in patroni_cleanup.children("demo", namespace, members(2)):
+        stored = apply(kube, namespace, desired)
+        sent = desired_as_sent(desired, namespace, PARENT_UID)
+        if desired["kind"] == "Job":
+            assert (
+                stored["spec"]["template"]["spec"]["containers"][0]["command"]
+                == desired["spec"]["template"]["spec"]["containers"][0]["command"]
+            )
+        else:
+            assert not needs_update(stored, sent), (desired["kind"], difference(stored, sent))
