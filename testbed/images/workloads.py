@@ -117,7 +117,7 @@ def postgres_config(versions: Mapping[str, str] | None = None) -> Obj:
 
 
 def postgres_patroni_config(versions: Mapping[str, str] | None = None) -> Obj:
-    """The image config of the Patroni recipe: the postgres one, with Patroni's venv first on PATH, its user and signal."""
+    """The Patroni recipe's image config: the postgres one, Patroni's venv first on PATH, its user and signal."""
     base = {name: value for name, value in postgres_config(versions).items() if name != "Cmd"}
     path, *rest = base["Env"]
     return {
