@@ -191,6 +191,8 @@ class Member:
         podman(
             "run",
             "--detach",
+            "--pull",
+            "never",
             "--name",
             container,
             "--network",
