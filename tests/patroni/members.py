@@ -197,6 +197,8 @@ class Member:
             container,
             "--network",
             "host",
+            # A read-only root with podman's writable /run (the socket's folder, kept as the image has it),
+            # /tmp and the data folder as tmpfs: what an emptyDir and the volume claim give a pod.
             "--read-only",
             "--cap-drop",
             "ALL",
@@ -205,8 +207,6 @@ class Member:
             *ulimits_below_own(),
             "--tmpfs",
             "/tmp:mode=1777",
-            "--tmpfs",
-            f"{SOCKET_DIR}:mode=3777",
             "--tmpfs",
             "/var/lib/postgresql/data:mode=1777",
             "--volume",
@@ -224,7 +224,7 @@ class Member:
     def sql(self, statement: str) -> str:
         """``psql`` as the superuser on the member's own socket (trust there, as the rendered pg_hba says)."""
         return podman(
-            "exec", self.container, "psql", "-h", SOCKET_DIR, "-p", str(DB_PORT), "-U", "postgres", "-XAtc", statement
+            "exec", self.container, "psql", "-h", SOCKET_DIR, "-p", str(DB_PORT), "-U", "postgres", "-XqAtc", statement
         ).strip()
 
     def remove(self) -> None:
