@@ -28,6 +28,7 @@ from typing import Any
 
 from hooks import patroni
 from hooks.replication import shard_name
+from testbed.real.apiclient import ApiClient
 from testbed.real.machine import podman_runtime
 from tools.image.builders import ulimits_below_own
 
@@ -116,6 +117,10 @@ class Shard:
 
     def pod(self, name: str) -> Obj:
         return self.kube.get("Pod", name, self.namespace)
+
+    def as_members(self) -> ApiClient:
+        """The API server as the members see it: their ServiceAccount's token; the caller closes it."""
+        return ApiClient(self.kube.url, (self.folder / "secrets" / "token").read_text(), self.kube.ca_file)
 
 
 def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Path, folder: Path, image: str) -> Shard:

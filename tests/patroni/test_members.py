@@ -42,3 +42,14 @@ def test_a_second_member_becomes_the_synchronous_standby_named_in_the_sync_confi
         f"{standby.name}|streaming|sync"
     )
     assert standby.sql("SELECT pg_is_in_recovery()") == "t"
+
+
+def test_the_members_account_is_refused_what_the_hooks_role_does_not_grant(shard: Shard, leader: Member) -> None:
+    wait_for(f"{leader.name} holds {shard.scope}-leader", lambda: shard.holder("leader") == leader.name, [leader])
+    base = f"/api/v1/namespaces/{shard.namespace}"
+    with shard.as_members() as client:
+        assert client.get(f"{base}/configmaps/{shard.scope}-leader").status_code == 200
+        assert client.get(f"{base}/secrets").status_code == 403
+        assert client.get(f"{base}/endpoints").status_code == 403
+        assert client.delete(f"{base}/configmaps/{shard.scope}-leader").status_code == 403
+        assert client.delete(f"{base}/pods/{leader.name}").status_code == 403
