@@ -60,9 +60,9 @@ def kube(control_plane: ControlPlane) -> Iterator[Kube]:
 @pytest.fixture(scope="session")
 def images(pytestconfig: pytest.Config) -> PatroniImages:
     """Both images' archives (built now if they are not cached: ``python -m tools.image.patroni``), in podman."""
-    for program, package in (("podman", "podman"), ("runc", "runc"), ("kubectl", "kubectl (the test stack's)")):
+    for program in ("podman", "runc"):
         if shutil.which(program) is None:
-            pytest.fail(f"patroni tier: {program} is required on PATH: install {package}", pytrace=False)
+            pytest.fail(f"patroni tier: {program} is required on PATH: apt-get install podman runc", pytrace=False)
     problem = None
     try:
         with on_the_terminal(pytestconfig):

@@ -14,7 +14,6 @@ rendered configuration needs here.
 from __future__ import annotations
 
 import ipaddress
-import json
 import random
 import re
 import shutil
@@ -126,8 +125,9 @@ class Shard:
 def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Path, folder: Path, image: str) -> Shard:
     """The hooks' ServiceAccount, Role (exactly ``RBAC_RULES``) and RoleBinding, a token of that account, the config."""
     spec = members(2)
-    rbac = [patroni.service_account(parent), patroni.role(parent), patroni.role_binding(parent, namespace, spec)]
-    apply(kube, namespace, rbac)
+    for obj in (patroni.service_account(parent), patroni.role(parent), patroni.role_binding(parent, namespace, spec)):
+        response = kube.create(obj, namespace)
+        assert response.status_code == 201, response.text
     account = patroni.account_name(parent)
     request: Obj = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
     request["spec"] = {"expirationSeconds": TOKEN_SECONDS}
@@ -145,14 +145,6 @@ def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Pat
     for path in (secrets / "token", secrets / "ca.crt", folder / patroni.CONFIG_FILE):
         path.chmod(0o644)
     return Shard(kube, namespace, parent, api_port, folder, image)
-
-
-def apply(kube: Kube, namespace: str, objects: list[Obj]) -> None:
-    """Server-side apply as the admin, into ``namespace``."""
-    listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    manager = "--field-manager=sharddb-tests"
-    done = kube.kubectl("apply", "--server-side", manager, "-n", namespace, "-f", "-", stdin=listed)
-    assert done.returncode == 0, done.stderr
 
 
 def member_env(shard: Shard, name: str, address: str) -> dict[str, str]:
