@@ -38,7 +38,6 @@ Obj = dict[str, Any]
 SECRETS_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SOCKET_DIR = "/var/run/postgresql"
 PASSWORDS = {"PATRONI_SUPERUSER_PASSWORD": "super-secret", "PATRONI_REPLICATION_PASSWORD": "replica-secret"}
-TOKEN_SECONDS = 3600
 DB_PORT = 5432  # the hooks' default spec.db.port: every member listens on it, at its own address
 
 
@@ -129,8 +128,7 @@ def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Pat
         response = kube.create(obj, namespace)
         assert response.status_code == 201, response.text
     account = patroni.account_name(parent)
-    request: Obj = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
-    request["spec"] = {"expirationSeconds": TOKEN_SECONDS}
+    request = {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "spec": {"expirationSeconds": 3600}}
     url = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
     response = kube.http.post(url, json=request)
     response.raise_for_status()
