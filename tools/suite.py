@@ -47,7 +47,7 @@ class Phase:
     needs: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     pytest: bool = False
-    nice: int = 0  # a build's lower CPU priority (nice), so it never slows a tier beside it
+    nice: int = 0  # a lower CPU priority (nice), so a build (or a tier beside the last two) never slows them
 
 
 def pytest_phase(
@@ -58,11 +58,12 @@ def pytest_phase(
     needs: tuple[str, ...] = (),
     after: tuple[str, ...] = (),
     sandboxed: bool = False,
+    nice: int = 0,
 ) -> Phase:
     command: tuple[str, ...] = (PYTHON, "-m", "pytest", "-m", markers, *paths)
     if sandboxed:  # a real node's tier runs inside namespaces of its own (testbed/real/sandbox.py)
         command = (PYTHON, "-m", "testbed.real.sandbox", "--", *command)
-    return Phase(name, command, lane, needs, after, pytest=True)
+    return Phase(name, command, lane, needs, after, pytest=True, nice=nice)
 
 
 FAST = "not cluster and not e2e and not data and not installed and not patroni"
@@ -87,9 +88,10 @@ PHASES = (
     Phase("docs", ("make", "--no-print-directory", "docs"), "images"),
     Phase("image", ("make", "--no-print-directory", "image"), "images"),
     # The images lane is idle once make image is done, while the data and installed tiers run: the Patroni
-    # images build there (lowest priority), then their tier, which needs only the test stack beside them.
+    # images build there (lowest priority), then their tier, which needs only the test stack; it too yields the
+    # CPU to the tiers beside it, whose outages are measured (its containers and API server inherit the nice).
     Phase("patroni-images", (PYTHON, "-m", "tools.image.patroni"), "images", nice=19),
-    pytest_phase("patroni", "patroni", lane="images", needs=("testbin", "patroni-images")),
+    pytest_phase("patroni", "patroni", lane="images", needs=("testbin", "patroni-images"), nice=10),
     Phase("lint", ("make", "--no-print-directory", "lint"), "unit"),
     pytest_phase("fast", FAST, lane="unit"),
     pytest_phase("cluster", "cluster", needs=("testbin",)),

@@ -57,6 +57,7 @@ def test_the_patroni_tier_runs_last_in_the_images_lane_after_its_images_needing_
     tier = next(p for p in suite.PHASES if p.name == "patroni")
     assert set(tier.needs) == {"testbin", "patroni-images"}
     assert next(p for p in suite.PHASES if p.name == "patroni-images").nice == 19
+    assert tier.nice > 0, "it yields the CPU to the data and installed tiers beside it"
 
 
 def test_a_tier_in_a_build_lane_is_counted_as_a_tier(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
