@@ -61,7 +61,10 @@ def load(archive: Path, name: str) -> str:
         podman("pull", "-q", f"oci-archive:{archive}", timeout=600.0)
     else:
         podman("load", "-q", "-i", str(archive), timeout=600.0)
-    podman("image", "exists", name)
+    try:
+        podman("image", "exists", name)
+    except PodmanError:
+        raise PodmanError(f"{archive} holds no image {name}: remove it, then python -m tools.image.patroni") from None
     return name
 
 
@@ -181,7 +184,14 @@ class Member:
         }
         response = shard.kube.create(pod, shard.namespace)
         assert response.status_code == 201, response.text
-        env = member_env(shard, self.name, self.address)
+        try:
+            self._run(member_env(shard, self.name, self.address))
+        except PodmanError:
+            self.remove()  # a container that runc could not start is left created
+            raise
+
+    def _run(self, env: dict[str, str]) -> None:
+        shard, container = self.shard, self.container
         config = shard.folder / patroni.CONFIG_FILE
         podman(
             "run",
