@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tools.image import patroni
 from tools.image.builders import SECRET_ID
 
@@ -31,3 +33,10 @@ def test_the_ca_bundle_goes_in_only_as_the_build_secret_and_is_not_part_of_the_k
     assert command[command.index("--secret") + 1] == f"id={SECRET_ID},src=/etc/ssl/ca.pem"
     assert "--secret" not in patroni.build_command("base", "")
     assert patroni.recipe_key("k") == patroni.recipe_key("k") != patroni.recipe_key("other")
+
+
+def test_the_key_is_the_same_whatever_limits_this_machine_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = patroni.recipe_key("k")
+    monkeypatch.setattr(patroni, "ulimits_below_own", lambda: ("--ulimit", "nofile=7:7"))
+    assert "nofile=7:7" in patroni.build_command("base", "")
+    assert patroni.recipe_key("k") == before

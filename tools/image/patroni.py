@@ -39,8 +39,9 @@ class PatroniImages:
         return {workloads.POSTGRES_PATRONI: self.debian, RECIPE_NAME: self.recipe}
 
 
-def build_command(base: str, ca_bundle: str) -> list[str]:
-    """podman's build of the recipe on runc: RUN steps in containers on the host's network, under limits it may set."""
+def build_command(base: str, ca_bundle: str, limits: tuple[str, ...] | None = None) -> list[str]:
+    """podman's build of the recipe on runc: RUN steps in containers on the host's network, under limits it may set
+    (``ulimits_below_own()`` unless ``limits`` are given)."""
     secret = ["--secret", f"id={SECRET_ID},src={ca_bundle}"] if ca_bundle else []
     return [
         "podman",
@@ -54,7 +55,7 @@ def build_command(base: str, ca_bundle: str) -> list[str]:
         "--pull=never",
         "--format",
         "docker",
-        *ulimits_below_own(),
+        *(ulimits_below_own() if limits is None else limits),
         "--build-arg",
         f"{BASE_ARG}={base}",
         *secret,
@@ -65,11 +66,12 @@ def build_command(base: str, ca_bundle: str) -> list[str]:
 
 
 def recipe_key(base_key: str) -> str:
-    """The recipe image's key: its folder's files, its base's key and how podman is asked (less machine paths)."""
+    """The recipe image's key: its folder's files, its base's key and how podman is asked (less what is this
+    machine's: the CA bundle's path and the limits, which change nothing in the image)."""
     key = Key()
     key.add("build", BUILD_VERSION)
     key.add("base", base_key)
-    key.add("command", "\n".join(build_command(workloads.POSTGRES, "")[:-1]))
+    key.add("command", "\n".join(build_command(workloads.POSTGRES, "", limits=())[:-1]))
     for path in sorted(RECIPE.iterdir()):
         if path.is_file():
             key.add(f"recipe/{path.name}", path.read_bytes())
