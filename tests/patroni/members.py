@@ -56,7 +56,11 @@ def podman(*args: str, timeout: float = 120.0) -> str:
 
 
 def load(archive: Path, name: str) -> str:
-    """The archive's image in podman's store under ``name`` (an OCI layout of one name, or a docker archive)."""
+    """The archive's image in podman's store under ``name`` (an OCI layout of one name, or a docker archive).
+
+    An older image of that name (an archive built before a change) is removed, so none piles up unnamed.
+    """
+    before = _image_id(name)
     if _is_oci(archive):
         podman("pull", "-q", f"oci-archive:{archive}", timeout=600.0)
     else:
@@ -65,7 +69,14 @@ def load(archive: Path, name: str) -> str:
         podman("image", "exists", name)
     except PodmanError:
         raise PodmanError(f"{archive} holds no image {name}: remove it, then python -m tools.image.patroni") from None
+    if before and before != _image_id(name):
+        subprocess.run(["podman", "rmi", before], capture_output=True, check=False)
     return name
+
+
+def _image_id(name: str) -> str:
+    done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def _is_oci(archive: Path) -> bool:
