@@ -19,7 +19,7 @@ SOAK_DATA ?= all
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: help run render test machine unit e2e data installed soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image rules promtool clean
+.PHONY: help run render test machine unit e2e data installed patroni soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image rules promtool clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -72,7 +72,7 @@ machine:
 	@$(PYTHON) -m testbed.real.machine
 
 ## Quick tier: no API server, no slow generated tests, nothing from outside the repository but promtool (make promtool).
-UNIT := not cluster and not slow and not recorded and not shared and not e2e and not data and not installed
+UNIT := not cluster and not slow and not recorded and not shared and not e2e and not data and not installed and not patroni
 unit: venv
 	$(BIN)/python -m pytest -m "$(UNIT)"
 
@@ -94,6 +94,12 @@ data: venv testbin nodebin images
 ## kube-proxy and a NetworkPolicy agent each), the hooks image and Metacontroller's as pods; needs root.
 installed: venv testbin nodebin images
 	$(BIN)/python -m testbed.real.sandbox -- $(BIN)/python -m pytest -m installed
+
+## Real Patroni in containers (podman on runc) against a real API server, with the hooks' rendered configuration
+## and RBAC, on both Patroni images: the recipe in examples/images/postgres-patroni/ and its Debian-made twin.
+patroni: venv testbin
+	@$(BIN)/python -m tools.image.patroni >/dev/null
+	$(BIN)/python -m pytest -m patroni
 
 ## Build (once, cached outside the repo) CoreDNS, local-path-provisioner and kube-router for the real node.
 nodebin:

@@ -4,7 +4,8 @@ On 2 cores, a first run spends half its time building (Go's compiles, Debian's i
 end-to-end tier spends most of its time waiting, so the phases run in five lanes side by side:
 
 - ``builds``: the test stack's binaries, then the nodes' (Go, at a lower CPU priority);
-- ``images``: the test and product images (mmdebstrap, lower priority), the guide, ``make image``;
+- ``images``: the test and product images (mmdebstrap, lower priority), the guide, ``make image``, then the
+  Patroni images and their tier (real Patroni against the test stack) beside the last two tiers;
 - ``unit``: lint and the fast tier (every test that needs no API server), one core's work;
 - ``tests``: the cluster tier, the end-to-end tests on the shared stack, then the data and installed
   tiers on real nodes (alone at the end, as they are soaked);
@@ -46,7 +47,7 @@ class Phase:
     needs: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     pytest: bool = False
-    nice: int = 0  # a build's lower CPU priority (nice), so it never slows a tier beside it
+    nice: int = 0  # a lower CPU priority (nice), so a build (or a tier beside the last two) never slows them
 
 
 def pytest_phase(
@@ -57,14 +58,15 @@ def pytest_phase(
     needs: tuple[str, ...] = (),
     after: tuple[str, ...] = (),
     sandboxed: bool = False,
+    nice: int = 0,
 ) -> Phase:
     command: tuple[str, ...] = (PYTHON, "-m", "pytest", "-m", markers, *paths)
     if sandboxed:  # a real node's tier runs inside namespaces of its own (testbed/real/sandbox.py)
         command = (PYTHON, "-m", "testbed.real.sandbox", "--", *command)
-    return Phase(name, command, lane, needs, after, pytest=True)
+    return Phase(name, command, lane, needs, after, pytest=True, nice=nice)
 
 
-FAST = "not cluster and not e2e and not data and not installed"
+FAST = "not cluster and not e2e and not data and not installed and not patroni"
 # The end-to-end files that start stacks of their own (an older checkout, two partitions, a canned hook, the
 # fault campaign): half the tier's time, mostly waiting, so they run in a lane beside the shared stack's tests.
 OWN_STACKS = (
@@ -85,6 +87,11 @@ PHASES = (
     Phase("product-images", (PYTHON, "-m", "testbed.images.product"), "images", nice=19),
     Phase("docs", ("make", "--no-print-directory", "docs"), "images"),
     Phase("image", ("make", "--no-print-directory", "image"), "images"),
+    # The images lane is idle once make image is done, while the data and installed tiers run: the Patroni
+    # images build there (lowest priority), then their tier, which needs only the test stack; it too yields the
+    # CPU to the tiers beside it, whose outages are measured (its containers and API server inherit the nice).
+    Phase("patroni-images", (PYTHON, "-m", "tools.image.patroni"), "images", nice=19),
+    pytest_phase("patroni", "patroni", lane="images", needs=("testbin", "patroni-images"), nice=10),
     Phase("lint", ("make", "--no-print-directory", "lint"), "unit"),
     pytest_phase("fast", FAST, lane="unit"),
     pytest_phase("cluster", "cluster", needs=("testbin",)),
@@ -152,7 +159,8 @@ class Run:
         phase = result.phase
         LOGS.mkdir(parents=True, exist_ok=True)
         log = LOGS / f"{phase.name}.log"
-        live, builds = phase.lane == "tests", phase.lane in BUILD_LANES
+        # A tier in a build lane (the Patroni tier) is a tier: its output is kept whole, not shown as progress.
+        live, builds = phase.lane == "tests", phase.lane in BUILD_LANES and not phase.pytest
         result.started = time.monotonic() - self.start
         self.say(f"{phase.name} starts at {result.started / 60:.1f} min: {' '.join(phase.command[-4:])}")
         # The builds yield the CPU to the tiers running beside them. make image's check (a service started

@@ -8,6 +8,7 @@ that ``ctr -n k8s.io images import`` loads (``write_layer()``, ``write_archive()
 
 from __future__ import annotations
 
+import configparser
 import fcntl
 import gzip
 import hashlib
@@ -21,7 +22,7 @@ import shutil
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,6 +275,26 @@ def write_archive(out: Path, layer: Layer, config: Obj, refs: tuple[str, ...], h
         add(tar, f"blobs/sha256/{manifest_digest.split(':')[1]}", manifest_blob)
         add(tar, f"blobs/sha256/{layer.digest.split(':')[1]}", path=layer.path)
         add(tar, "index.json", json.dumps(index, indent=2).encode())
+
+
+def pip_settings(env: Mapping[str, str] | None = None, cafile: Path = Path("/etc/pip.conf")) -> dict[str, str]:
+    """The CA bundle and index this machine's pip uses, for a hook that runs pip in a chroot.
+
+    As SHARDDB_PIP_CERT and SHARDDB_PIP_INDEX_URL: the hook passes only these into the chroot,
+    where the build machine's other variables (REQUESTS_CA_BUNDLE among them) would override them.
+    """
+    found = os.environ if env is None else env
+    cert = found.get("PIP_CERT") or _pip_conf(cafile, "cert")
+    index = found.get("PIP_INDEX_URL") or _pip_conf(cafile, "index-url")
+    settings = {"SHARDDB_PIP_CERT": cert if cert and Path(cert).is_file() else ""}
+    return {**settings, "SHARDDB_PIP_INDEX_URL": index or ""}
+
+
+def _pip_conf(path: Path, name: str) -> str:
+    """One setting of pip's [global] section in ``path``; empty when it is not there."""
+    parser = configparser.ConfigParser()
+    parser.read(path)
+    return parser.get("global", name, fallback="")
 
 
 def need(program: str, how: str) -> str:

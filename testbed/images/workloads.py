@@ -9,6 +9,10 @@ recipes are not in ``shared/images/``: their entrypoints here, in ``recipes/``,
 are this repository's own); and Kubernetes' pause container compiled from its C source.
 Each is built once into a cache outside the repository, under a key of everything it is
 made of; a later call finds it and builds nothing.
+
+``python -m testbed.images.workloads postgres-patroni`` builds one more, on its own: the
+Patroni recipe users build (``examples/images/postgres-patroni/``) made the same way, the postgres
+image's steps, then the recipe's own, with Patroni and its pinned dependencies from PyPI.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from .toolkit import (
     hook,
     need,
     package_versions,
+    pip_settings,
     say,
     tail,
     write_archive,
@@ -58,13 +63,16 @@ REDIS_ROLLOUT = "docker.io/library/redis:7.0-rollout"
 MARIADB = "docker.io/library/mariadb:10.11"
 MEMCACHED = "docker.io/library/memcached:1.6"
 PAUSE = "registry.k8s.io/pause:3.10"
+POSTGRES_PATRONI = "localhost/sharddb/postgres-patroni:15-4.1.5-debian"
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_RECIPES = HERE.parents[2] / "shared" / "images"
+EXAMPLE_RECIPES = HERE.parents[1] / "examples" / "images"  # the recipes users build, this repository's own
 
 PG_MAJOR = "15"
 PGDATA = "/var/lib/postgresql/data"
 MARIADB_DATA = "/var/lib/mysql"
+PATRONI_ENV = ("PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONDONTWRITEBYTECODE=1")  # the Patroni recipe's ENV
 LOCALE_EXCLUDE = "path-exclude=/usr/share/locale/*"  # the postgres recipe takes it out again
 PAUSE_CFLAGS = ("-Os", "-Wall", "-Werror", "-static")  # build/pause/Makefile's CFLAGS, less -DVERSION
 
@@ -105,6 +113,20 @@ def postgres_config(versions: Mapping[str, str] | None = None) -> Obj:
         "ExposedPorts": {"5432/tcp": {}},
         "Volumes": {PGDATA: {}},
         "StopSignal": "SIGINT",
+    }
+
+
+def postgres_patroni_config(versions: Mapping[str, str] | None = None) -> Obj:
+    """The Patroni recipe's image config: the postgres one, Patroni's venv first on PATH, its user and signal."""
+    base = {name: value for name, value in postgres_config(versions).items() if name != "Cmd"}
+    path, *rest = base["Env"]
+    return {
+        **base,
+        "User": "999:999",
+        "Env": [path.replace("PATH=", "PATH=/opt/patroni/bin:", 1), *rest, *PATRONI_ENV],
+        "Entrypoint": ["patroni-entrypoint.sh"],
+        "ExposedPorts": {"5432/tcp": {}, "8008/tcp": {}},
+        "StopSignal": "SIGTERM",
     }
 
 
@@ -178,6 +200,10 @@ class DebianImage:
     recipe_root: Path | None = None
     # A hook script and its arguments after the chroot, run after finish.sh.
     after: tuple[str, ...] = ()
+    # A second recipe on top of the first (a FROM of it): its folder, and a hook script and its
+    # arguments after the chroot and that folder, run after ``customize`` and before finish.sh.
+    then_recipe: Path | None = None
+    then: tuple[str, ...] = ()
 
     def recipe_folder(self, recipes: Path) -> Path:
         return (self.recipe_root or recipes) / self.recipe
@@ -250,6 +276,27 @@ MEMCACHED_IMAGE = DebianImage(
 )
 
 
+# The users' Patroni recipe is FROM the official postgres image: that image's steps, then the
+# recipe's (Debian's Python, Patroni's venv from PyPI, the entrypoint), with its config.
+POSTGRES_PATRONI_IMAGE = DebianImage(
+    name="postgres-patroni",
+    refs=(POSTGRES_PATRONI,),
+    recipe=POSTGRES_IMAGE.recipe,
+    files=POSTGRES_IMAGE.files,
+    account=POSTGRES_IMAGE.account,
+    packages=(*POSTGRES_IMAGE.packages, "python3", "python3-venv"),
+    customize=POSTGRES_IMAGE.customize,
+    hooks=(*POSTGRES_IMAGE.hooks, "patroni.sh"),
+    dpkg_options=POSTGRES_IMAGE.dpkg_options,
+    config=postgres_patroni_config,
+    versions=POSTGRES_IMAGE.versions,
+    then_recipe=EXAMPLE_RECIPES / "postgres-patroni",
+    then=("patroni.sh",),
+)
+# Built only when named: the data and installed tiers do not run it.
+BY_NAME = {image.name: image for image in (POSTGRES_PATRONI_IMAGE,)}
+
+
 def recipes_dir() -> Path:
     """The official recipes' folder: SHARDDB_IMAGES_RECIPES, else SHARDDB_SHARED/images, else ../shared/images."""
     if explicit := os.environ.get("SHARDDB_IMAGES_RECIPES"):
@@ -283,6 +330,11 @@ def image_key(image: DebianImage, recipes: Path) -> str:
     key.add("versions", json.dumps(image.versions))
     if image.after:  # only where there is one, so the other images keep their keys
         key.add("after", "\n".join(image.after))
+    if image.then_recipe is not None:
+        key.add("then", "\n".join(image.then))
+        for path in sorted(image.then_recipe.iterdir()):
+            if path.is_file():
+                key.add(f"then/{path.name}", path.read_bytes())
     folder = image.recipe_folder(recipes)
     for path in sorted(folder.iterdir()):
         if path.is_file():
@@ -329,6 +381,7 @@ def mmdebstrap_command(image: DebianImage, recipes: Path, sources: list[str]) ->
         *(f"--dpkgopt={option}" for option in image.dpkg_options),
         f"--essential-hook={hook('account.sh', *image.account)}",
         f"--customize-hook={hook(image.customize[0], str(image.recipe_folder(recipes)), *image.customize[1:])}",
+        *([f"--customize-hook={hook(image.then[0], str(image.then_recipe), *image.then[1:])}"] if image.then else []),
         f"--customize-hook={hook('finish.sh')}",
         *([f"--customize-hook={hook(*image.after)}"] if image.after else []),
         SUITE,
@@ -346,7 +399,9 @@ def _build_debian(image: DebianImage, recipes: Path, work: Path) -> str:
     say(f"{image.name}: mmdebstrap {SUITE} from {sources[0].split()[1]} (a few minutes; log: {work / 'build.log'})")
     command = mmdebstrap_command(image, recipes, sources)
     with (work / "build.log").open("wb") as log:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, env={**os.environ, **pip_settings()}
+        )
         assert process.stdout is not None
         status = "var/lib/dpkg/status"
         broken: Exception | None = None
@@ -439,12 +494,18 @@ def _build_pause(work: Path) -> str:
     return version
 
 
+def debian_archive(image: DebianImage, recipes: Path | None = None) -> Path:
+    """One image's archive, from the cache or built now."""
+    folder = recipes or recipes_dir()
+    return cached(image.name, image_key(image, folder), lambda work: _build_debian(image, folder, work))
+
+
 def build_images() -> ImageSet:
     """The five archives, from the cache or built now (minutes cold; a no-op when cached)."""
     recipes = recipes_dir()
 
     def debian(image: DebianImage) -> Path:
-        return cached(image.name, image_key(image, recipes), lambda work: _build_debian(image, recipes, work))
+        return debian_archive(image, recipes)
 
     return ImageSet(
         postgres=debian(POSTGRES_IMAGE),
@@ -455,17 +516,21 @@ def build_images() -> ImageSet:
     )
 
 
-def main() -> int:
-    """Builds what is missing and prints the archives' paths, one a line."""
+def main(names: list[str]) -> int:
+    """Builds what is missing (the five, or the images named) and prints the archives' paths, one a line."""
+    unknown = [name for name in names if name not in BY_NAME]
+    if unknown:
+        say(f"no image named {', '.join(unknown)}: name one of {', '.join(BY_NAME)}, or none for the five")
+        return 2
     try:
-        images = build_images()
+        archives = [debian_archive(BY_NAME[name]) for name in names] if names else list(build_images().archives)
     except ImageBuildError as error:
         say(str(error))
         return 1
-    for path in images.archives:
+    for path in archives:
         print(path)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -28,6 +28,9 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "PodTemplate": ("/api/v1", "podtemplates"),
     "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers"),
     "ShardDB": ("/apis/mygroup.example.com/v1alpha1", "sharddbs"),
+    "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     **{kind.kind: (kind.api_prefix, kind.plural) for kind in (*kinds.CHILDREN, *kinds.RELATED)},
 }
 CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition"})

@@ -20,9 +20,9 @@ def markers() -> set[str]:
 
 def test_every_tier_marker_is_run_by_some_phase() -> None:
     selected = " ".join(p.command[p.command.index("pytest") + 2] for p in suite.PHASES if p.pytest)
-    for tier in ("cluster", "e2e", "data", "installed"):
+    for tier in ("cluster", "e2e", "data", "installed", "patroni"):
         assert re.search(rf"(?<!not ){tier}\b", selected), f"no phase runs the {tier} tier"
-    assert suite.FAST == "not cluster and not e2e and not data and not installed"
+    assert suite.FAST == "not cluster and not e2e and not data and not installed and not patroni"
     assert {"slow", "recorded", "shared", "http"} <= markers(), "the fast phase runs these with the rest"
 
 
@@ -48,6 +48,23 @@ def test_the_data_and_installed_tiers_run_inside_the_sandbox_after_every_build()
         phase = next(p for p in suite.PHASES if p.name == name)
         assert phase.command[1:4] == ("-m", "testbed.real.sandbox", "--")
         assert set(suite.NODE) <= set(phase.needs)
+
+
+def test_the_patroni_tier_runs_last_in_the_images_lane_after_its_images_needing_only_the_test_stack() -> None:
+    """The images lane is idle once make image is done, while the data and installed tiers hold the test lane."""
+    lane = [p.name for p in suite.PHASES if p.lane == "images"]
+    assert lane[-3:] == ["image", "patroni-images", "patroni"]
+    tier = next(p for p in suite.PHASES if p.name == "patroni")
+    assert set(tier.needs) == {"testbin", "patroni-images"}
+    assert next(p for p in suite.PHASES if p.name == "patroni-images").nice == 19
+    assert tier.nice > 0, "it yields the CPU to the data and installed tiers beside it"
+
+
+def test_a_tier_in_a_build_lane_is_counted_as_a_tier(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(suite, "LOGS", tmp_path)
+    run = suite.Run([fake("tier", "images", 0)])
+    run.lane("images")
+    assert run.results["tier"].counts == {"passed": 3, "failed": 0}
 
 
 def test_pytests_closing_line_gives_the_counts() -> None:

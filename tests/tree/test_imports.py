@@ -327,7 +327,7 @@ def test_the_clients_every_floor_may_use_import_nothing_of_the_testbed(module: s
 
 TESTS = ROOT / "tests"
 # The tiers that need a stack stand side by side: each takes what it shares from ``tests/support/``.
-TIERS = ("cluster", "e2e", "data", "installed")
+TIERS = ("cluster", "e2e", "data", "installed", "patroni")
 
 
 def modules_named(source: str, package: str) -> Iterator[tuple[int, str]]:

@@ -31,9 +31,10 @@ FOLDERS = (
     "e2e",
     "data",
     "installed",
+    "patroni",
     "support",
 )
-TIERS = ("cluster", "e2e", "data", "installed")
+TIERS = ("cluster", "e2e", "data", "installed", "patroni")
 START = "<!-- map:start: generated from each folder's docstring (python -m tests.tree.test_layout) -->"
 END = "<!-- map:end -->"
 

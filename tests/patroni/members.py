@@ -1,0 +1,262 @@
+"""Patroni members in real containers (podman on runc), talking to the real API server as the hooks' ServiceAccount.
+
+What Kubernetes would give each member pod, given here: the hooks' rendered configuration as the
+file ``PATRONI_CONFIG_FILE`` names, the env ``hooks.patroni.patroni_env`` renders with its
+downward-API fields filled in, a ServiceAccount token and the API server's CA where a pod has them,
+``KUBERNETES_SERVICE_HOST``/``PORT``, a Pod object of the member's name and labels for Patroni to
+label, and the restricted Pod Security shape (read-only root, no capabilities, the image's user).
+
+The members share the host's network, each on a loopback address of its own standing in for its
+pod IP: the rendered listen addresses (every address) are narrowed to it, the one change the
+rendered configuration needs here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hooks import patroni
+from hooks.replication import shard_name
+from testbed.real.apiclient import ApiClient
+from testbed.real.machine import podman_runtime
+from tools.image.builders import ulimits_below_own
+
+from ..support.kube import Kube
+from ..support.replication import members
+
+Obj = dict[str, Any]
+SECRETS_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SOCKET_DIR = "/var/run/postgresql"
+PASSWORDS = {"PATRONI_SUPERUSER_PASSWORD": "super-secret", "PATRONI_REPLICATION_PASSWORD": "replica-secret"}
+DB_PORT = 5432  # the hooks' default spec.db.port: every member listens on it, at its own address
+
+
+class PodmanError(RuntimeError):
+    """podman could not do what a member needs; the message carries podman's own words."""
+
+
+def podman(*args: str, timeout: float = 120.0) -> str:
+    """One podman command on runc; its stdout, or PodmanError with its stderr."""
+    done = subprocess.run(
+        ["podman", "--runtime", podman_runtime(), *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        raise PodmanError(f"podman {' '.join(args[:2])} failed (exit {done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+def load(archive: Path, name: str) -> str:
+    """The archive's image in podman's store under ``name`` (an OCI layout of one name, or a docker archive).
+
+    An older image of that name (an archive built before a change) is removed, so none piles up unnamed.
+    """
+    before = _image_id(name)
+    if _is_oci(archive):
+        podman("pull", "-q", f"oci-archive:{archive}", timeout=600.0)
+    else:
+        podman("load", "-q", "-i", str(archive), timeout=600.0)
+    try:
+        podman("image", "exists", name)
+    except PodmanError:
+        raise PodmanError(f"{archive} holds no image {name}: remove it, then python -m tools.image.patroni") from None
+    if before and before != _image_id(name):
+        subprocess.run(["podman", "rmi", before], capture_output=True, check=False)
+    return name
+
+
+def _image_id(name: str) -> str:
+    done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _is_oci(archive: Path) -> bool:
+    listed = subprocess.run(["tar", "-tf", str(archive), "oci-layout"], capture_output=True, check=False)
+    return listed.returncode == 0
+
+
+def pod_address() -> str:
+    """A loopback address of its own on which the PostgreSQL and Patroni ports are free: a member's 'pod IP'."""
+    for _ in range(50):
+        address = str(ipaddress.IPv4Address("127.0.0.0") + random.randint(2 << 16, 250 << 16))
+        if all(_free(address, port) for port in (patroni.PATRONI_PORT, DB_PORT)):
+            return address
+    raise PodmanError("no loopback address with ports 5432 and 8008 free in 50 tries")
+
+
+def _free(address: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard's members' shared parts: the API server's namespace, RBAC and token, and the rendered config."""
+
+    kube: Kube
+    namespace: str
+    parent: str
+    api_port: int
+    folder: Path  # patroni.yml, and secrets/ (token, ca.crt)
+    image: str
+
+    @property
+    def scope(self) -> str:
+        return shard_name(self.parent, 0)
+
+    def configmap(self, suffix: str) -> Obj | None:
+        """Patroni's ``<scope>-<suffix>`` ConfigMap, or None while it has not written it."""
+        return self.kube.http.read(f"/api/v1/namespaces/{self.namespace}/configmaps/{self.scope}-{suffix}")
+
+    def holder(self, suffix: str, key: str = "leader") -> str | None:
+        """The member an annotation of ``<scope>-<suffix>`` names (``leader``, or ``sync_standby`` of -sync)."""
+        found = self.configmap(suffix)
+        annotations: dict[str, str] = (found or {}).get("metadata", {}).get("annotations") or {}
+        return annotations.get(key)
+
+    def pod(self, name: str) -> Obj:
+        return self.kube.get("Pod", name, self.namespace)
+
+    def as_members(self) -> ApiClient:
+        """The API server as the members see it: their ServiceAccount's token; the caller closes it."""
+        return ApiClient(self.kube.url, (self.folder / "secrets" / "token").read_text(), self.kube.ca_file)
+
+
+def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Path, folder: Path, image: str) -> Shard:
+    """The hooks' ServiceAccount, Role (exactly ``RBAC_RULES``) and RoleBinding, a token of that account, the config."""
+    spec = members(2)
+    for obj in (patroni.service_account(parent), patroni.role(parent), patroni.role_binding(parent, namespace, spec)):
+        response = kube.create(obj, namespace)
+        assert response.status_code == 201, response.text
+    account = patroni.account_name(parent)
+    request = {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "spec": {"expirationSeconds": 3600}}
+    url = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+    response = kube.http.post(url, json=request)
+    response.raise_for_status()
+    secrets = folder / "secrets"
+    secrets.mkdir(parents=True)
+    (secrets / "token").write_text(response.json()["status"]["token"])
+    shutil.copyfile(ca_file, secrets / "ca.crt")
+    config = patroni.PatroniConfig(parent, 0, spec.db.port, spec.db.data_path, synchronous=True)
+    (folder / patroni.CONFIG_FILE).write_text(config.as_text())
+    for path in (secrets, folder):
+        path.chmod(0o755)
+    for path in (secrets / "token", secrets / "ca.crt", folder / patroni.CONFIG_FILE):
+        path.chmod(0o644)
+    return Shard(kube, namespace, parent, api_port, folder, image)
+
+
+def member_env(shard: Shard, name: str, address: str) -> dict[str, str]:
+    """``patroni_env`` as a pod would have it (fields filled, ``$(VAR)`` expanded), the passwords, the API server."""
+    fields = {"metadata.name": name, "metadata.namespace": shard.namespace, "status.podIP": address}
+    env: dict[str, str] = {}
+    for var in patroni.patroni_env(DB_PORT):
+        if "value" in var:
+            env[var["name"]] = re.sub(r"\$\((\w+)\)", lambda found: env[found.group(1)], var["value"])
+        else:
+            env[var["name"]] = fields[var["valueFrom"]["fieldRef"]["fieldPath"]]
+    return {
+        **env,
+        **PASSWORDS,
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(shard.api_port),
+        # The pod's own address in place of every address (the host's network is shared here).
+        "PATRONI_POSTGRESQL_LISTEN": f"{address}:{DB_PORT}",
+        "PATRONI_RESTAPI_LISTEN": f"{address}:{patroni.PATRONI_PORT}",
+    }
+
+
+class Member:
+    """One member: its Pod object in the API server and its container; ``remove()`` takes the container away."""
+
+    def __init__(self, shard: Shard, index: int, container: str) -> None:
+        self.shard = shard
+        self.name = f"{shard.scope}-{index}"
+        self.container = container
+        self.address = pod_address()
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": self.name, "labels": patroni.member_selector(shard.parent, 0)},
+            "spec": {"containers": [{"name": "db", "image": shard.image}]},
+        }
+        response = shard.kube.create(pod, shard.namespace)
+        assert response.status_code == 201, response.text
+        try:
+            self._run(member_env(shard, self.name, self.address))
+        except PodmanError:
+            self.remove()  # a container that runc could not start is left created
+            raise
+
+    def _run(self, env: dict[str, str]) -> None:
+        shard, container = self.shard, self.container
+        config = shard.folder / patroni.CONFIG_FILE
+        podman(
+            "run",
+            "--detach",
+            "--pull",
+            "never",
+            "--name",
+            container,
+            "--network",
+            "host",
+            # A read-only root with podman's writable /run (the socket's folder, kept as the image has it),
+            # /tmp and the data folder as tmpfs: what an emptyDir and the volume claim give a pod.
+            "--read-only",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            *ulimits_below_own(),
+            "--tmpfs",
+            "/tmp:mode=1777",
+            "--tmpfs",
+            "/var/lib/postgresql/data:mode=1777",
+            "--volume",
+            f"{config}:{patroni.CONFIG_DIR}/{patroni.CONFIG_FILE}:ro",
+            "--volume",
+            f"{shard.folder / 'secrets'}:{SECRETS_DIR}:ro",
+            *(arg for name, value in env.items() for arg in ("--env", f"{name}={value}")),
+            shard.image,
+        )
+
+    def logs(self, lines: int = 40) -> str:
+        done = subprocess.run(["podman", "logs", "--tail", str(lines), self.container], capture_output=True, text=True)
+        return done.stdout + done.stderr
+
+    def sql(self, statement: str) -> str:
+        """``psql`` as the superuser on the member's own socket (trust there, as the rendered pg_hba says)."""
+        return podman(
+            "exec", self.container, "psql", "-h", SOCKET_DIR, "-p", str(DB_PORT), "-U", "postgres", "-XqAtc", statement
+        ).strip()
+
+    def remove(self) -> None:
+        subprocess.run(["podman", "rm", "--force", "--time", "10", self.container], capture_output=True, check=False)
+
+
+def wait_for(what: str, check: Callable[[], bool], members: list[Member], timeout: float = 300.0) -> None:
+    """Poll ``check`` until true; else fail with what was awaited and each member's last log lines.
+
+    Seconds when the machine is idle; the long bound is for a run beside the installed tier, which keeps both
+    cores busy while this tier yields the CPU to it.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(1.0)
+    logs = "\n".join(f"--- {member.name}\n{member.logs()}" for member in members)
+    raise AssertionError(f"not within {timeout:.0f}s: {what}\n{logs}")
