@@ -13,6 +13,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,18 @@ def _ready(url: str) -> bool:
         return False
 
 
+def new_sharddb(name: str) -> dict[str, Any]:
+    """A ShardDB created now, as the live replicas' real clock sees a new one.
+
+    The model's fixed creation time lies months before that clock, so its first answer would find the
+    children it just asked for missing past their grace (ChildrenMissing), and a scrape between two
+    rounds of a bring-up would make that a pending alert for a moment.
+    """
+    parent = sharddb(name, namespace="prod")
+    parent["metadata"]["creationTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return parent
+
+
 def of(name: str, samples: list[Sample]) -> list[Sample]:
     return [sample["metric"] for sample in samples if sample["metric"].get("name") == name]
 
@@ -134,7 +147,7 @@ def test_prometheus_scrapes_every_replica_with_the_token_and_tls(monitored: Moni
 
 def test_the_recorded_view_of_a_sharddb_is_the_replica_that_synced_it_last(monitored: Monitored) -> None:
     a, b = monitored.replicas
-    world = World(sharddb("fresh", namespace="prod"))
+    world = World(new_sharddb("fresh"))
     step(world, over_http(b))  # b's view: Provisioning, and older
     time.sleep(1.1)
     bring_up(world, over_http(a))
@@ -146,7 +159,7 @@ def test_the_recorded_view_of_a_sharddb_is_the_replica_that_synced_it_last(monit
 
 def test_a_degraded_sharddb_raises_an_alert_naming_it(monitored: Monitored) -> None:
     a, b = monitored.replicas
-    world = World(sharddb("broken", namespace="prod"))
+    world = World(new_sharddb("broken"))
     bring_up(world, over_http(a))
     world.fail_pod("broken-db-1", "ImagePullBackOff")
     time.sleep(1.1)
@@ -158,7 +171,7 @@ def test_a_degraded_sharddb_raises_an_alert_naming_it(monitored: Monitored) -> N
 
 def test_a_sharddb_finalized_on_one_replica_leaves_no_view_though_another_holds_one(monitored: Monitored) -> None:
     a, b = monitored.replicas
-    world = World(sharddb("gone", namespace="prod"))
+    world = World(new_sharddb("gone"))
     bring_up(world, over_http(a))
     monitored.eventually("sharddb:available", lambda found: bool(of("gone", found)))
     time.sleep(1.1)
