@@ -7,13 +7,14 @@ monitoring components' headless Services, with the production token and CA copie
 rules. Its clock runs 30 times faster (``tests/support/alerts.py``): every ``for:``, range window and the
 not-synced threshold, the scrape, and, so that threshold keeps its meaning, the CompositeController's resync
 period. The faults are what a person or a cluster does: an image that cannot be pulled, a pod that will not go,
-requests the hooks cannot read, a Secret rotated without the reload, Metacontroller stopped, the scrapes dropped
-by the NetworkPolicy. Two alerts have no fault made from outside: ``ShardDBHooksFailing`` (5xx, a bug of the
-hooks) and ``ShardDBHooksSlow``; promtool's unit tests alone hold them.
+requests the hooks cannot read, a Secret rotated without the reload, Metacontroller stopped, the scrapes refused
+for the scraper's old token. Two alerts have no fault made from outside: ``ShardDBHooksFailing`` (5xx, a bug of
+the hooks) and ``ShardDBHooksSlow``; promtool's unit tests alone hold them.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -382,22 +383,25 @@ def metacontroller_fault(install: Install, prometheus: Prometheus, token_fault: 
 
 
 @pytest.fixture(scope="module")
-def scrape_fault(
-    install: Install, prometheus: Prometheus, metacontroller_fault: Watched, tmp_path_factory: pytest.TempPathFactory
-) -> Watched:
-    """The monitoring component's NetworkPolicy removed: the base policy admits only Metacontroller, so every
-    scrape of the hooks is dropped."""
+def scrape_fault(install: Install, prometheus: Prometheus, metacontroller_fault: Watched) -> Watched:
+    """The Prometheus's copy of the token out of date (a rotation that forgot the scraper): every replica answers
+    its scrapes with 401, so each reads ``up == 0``.
+
+    Not the NetworkPolicy: deleting the monitoring component's policy leaves a scraper that is already connected
+    scraping, since the policy agent lets established connections go on, and Prometheus keeps its connection to
+    each replica open between scrapes (seen here: all three up for minutes after the delete)."""
     del metacontroller_fault  # after it: one fault at a time
-    user = kustomization(tmp_path_factory.mktemp("monitoring-again"), with_overlay=True)
+    token = install.get("secret", "-n", MONITORING, "sharddb-hooks-token")["data"]["token"]
+
+    def copy(data: str) -> None:
+        manifest = json.dumps(secret(MONITORING, "sharddb-hooks-token", {"token": data}))
+        install.kubectl("apply", "-f", "-", stdin=manifest)
 
     def make() -> None:
-        install.kubectl("delete", "networkpolicy", "-n", HOOKS_NAMESPACE, "sharddb-hooks-metrics")
-
-    def undo() -> None:
-        install.kubectl("apply", "-k", str(user))
+        copy(base64.b64encode(secrets.token_hex(32).encode()).decode())
 
     expected = [Expected("ShardDBHooksDown"), Expected("ShardDBHooksReplicaDown", {"job": "sharddb-hooks"}, series=3)]
-    return watch(prometheus, expected, make, undo)
+    return watch(prometheus, expected, make, lambda: copy(token))
 
 
 # --- each alert: fired, named what it is about, cleared ----------------------------------------------------------
@@ -447,11 +451,11 @@ def test_metacontroller_stopped_fires_not_synced_for_each_sharddb_and_clears(met
     assert (labels["namespace"], labels["name"]) == (NAMESPACE, "unready")
 
 
-def test_scrapes_dropped_by_the_network_policy_fire_hooks_down_and_clear(scrape_fault: Watched) -> None:
+def test_scrapes_refused_for_an_old_token_fire_hooks_down_and_clear(scrape_fault: Watched) -> None:
     fired_and_cleared(scrape_fault, "ShardDBHooksDown")
 
 
-def test_scrapes_dropped_by_the_network_policy_fire_replica_down_for_every_replica_and_clear(
+def test_scrapes_refused_for_an_old_token_fire_replica_down_for_every_replica_and_clear(
     scrape_fault: Watched,
 ) -> None:
     series = fired_and_cleared(scrape_fault, "ShardDBHooksReplicaDown")
