@@ -163,6 +163,8 @@ class Watched:
     fired: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     cleared: dict[str, bool] = field(default_factory=dict)
     fired_after: dict[str, float] = field(default_factory=dict)
+    # What Prometheus said of the fault's own series when the wait to fire ended: a failure's evidence.
+    seen: dict[str, list[Sample]] = field(default_factory=dict)
 
 
 def watch(
@@ -187,6 +189,7 @@ def watch(
                     watched.fired[each.alertname] = found
                     watched.fired_after[each.alertname] = time.monotonic() - began
             time.sleep(1)
+        watched.seen = {query: prometheus.query(query) for query in evidence}
     finally:
         undo()
     deadline = time.monotonic() + CLEAR_SECONDS
@@ -355,7 +358,13 @@ def token_fault(install: Install, prometheus: Prometheus, sharddb_faults: Watche
         stop.set()
         changer.join(timeout=30)
 
-    watched = watch(prometheus, [Expected("ShardDBHooksRefuseTheToken", {"hook": "sync"})], make, undo)
+    evidence = (
+        'sharddb_hook_calls_total{outcome="unauthorized"}',
+        'up{job="sharddb-hooks"}',
+        'sum by (hook) (rate(sharddb_hook_calls_total{outcome="unauthorized"}[10s]))',
+    )
+    expected = [Expected("ShardDBHooksRefuseTheToken", {"hook": "sync"})]
+    watched = watch(prometheus, expected, make, undo, evidence)
     assert old != new
     return watched
 
