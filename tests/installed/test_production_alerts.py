@@ -168,7 +168,11 @@ class Watched:
 
 
 def watch(
-    prometheus: Prometheus, expected: list[Expected], make: Callable[[], None], undo: Callable[[], None]
+    prometheus: Prometheus,
+    expected: list[Expected],
+    make: Callable[[], None],
+    undo: Callable[[], None],
+    evidence: tuple[str, ...] = (),
 ) -> Watched:
     """Makes the fault, waits for every expected alert to fire, undoes it, waits for each to clear; records it all.
 
