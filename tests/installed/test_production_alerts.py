@@ -366,6 +366,7 @@ def token_fault(install: Install, prometheus: Prometheus, sharddb_faults: Watche
         'sharddb_hook_calls_total{outcome="unauthorized"}',
         'up{job="sharddb-hooks"}',
         'sum by (hook) (rate(sharddb_hook_calls_total{outcome="unauthorized"}[10s]))',
+        '{__name__=~"metacontroller_.*_requests_total"}',
     )
     expected = [Expected("ShardDBHooksRefuseTheToken", {"hook": "sync"})]
     watched = watch(prometheus, expected, make, undo, evidence)
