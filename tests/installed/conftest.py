@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.images import product
+from testbed.images import product, workloads
 from testbed.images.toolkit import ImageBuildError
 from testbed.real.controlplane import ControlPlaneError, build_binaries
 from testbed.stack import Stack, StackOptions
@@ -43,6 +43,8 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         with on_the_terminal(pytestconfig):
             build_binaries()
             archives = product.build_product_images()
+            # The Patroni tier's Debian-made image, for ShardDBs with members: one cached archive for both tiers.
+            patroni = workloads.debian_archive(workloads.POSTGRES_PATRONI_IMAGE)
     except (ControlPlaneError, ImageBuildError) as error:
         pytest.fail(f"installed tier: {error}", pytrace=False)
     running = Stack(
@@ -50,7 +52,7 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
             real_node=True,
             nodes=NODES,
             installed=True,
-            node_images=archives.archives,
+            node_images=(*archives.archives, patroni),
             mirrored_images=archives.hooks.names,
         )
     )
