@@ -68,6 +68,7 @@ class StatefulSetSpec(_Lean, frozen=True):
     pod_management_policy: str | None = None
     volume_claim_templates: list[dict[str, Any]] = []
     template: dict[str, Any] = {}
+    update_strategy: dict[str, Any] = {}
 
 
 class StatefulSetStatus(_Lean, frozen=True):

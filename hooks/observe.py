@@ -12,6 +12,7 @@ from typing import Any
 from . import clock, hook_request, kinds, last_applied, names, patroni_cleanup, replication, template_choice
 from .hook_request import Children, Condition, Deployment, EndpointSlice, Job, Pod, Related, StatefulSet, SyncRequest
 from .observe_members import shard_sets
+from .patroni import ON_DELETE
 from .snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, TemplateRecord
 from .spec import MAX_SHARDS, ShardDBSpec
 from .trouble.lost import LostPod, lost
@@ -157,6 +158,8 @@ def _statefulset_view(sts: StatefulSet) -> StatefulSetView:
             updated=sts.status.updated_replicas,
             current_revision=sts.status.current_revision,
             update_revision=sts.status.update_revision,
+            on_delete=sts.spec.update_strategy.get("type") == ON_DELETE,
+            status_replicas=sts.status.replicas,
         ),
         template=sts.spec.template,
         last_applied=sts.metadata.annotations.get(last_applied.LAST_APPLIED),

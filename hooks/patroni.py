@@ -43,6 +43,9 @@ PATRONI_VERSION = "4.1.5"
 PATRONI_PORT = 8008
 PATRONI_PORT_NAME = "patroni"
 HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
+# A RollingUpdate replaces the highest ordinal first, which may be the primary, and then the new
+# primary again: two hand-overs. OnDelete leaves the order to the rollout Job.
+ON_DELETE = "OnDelete"
 
 # Patroni's configuration, JSON (which is YAML) in a pod template annotation, projected by the
 # downward API as the file the image's entrypoint hands to Patroni (PATRONI_CONFIG_FILE).
@@ -375,7 +378,9 @@ def shard_statefulset(
             # Members start together; Patroni's initialize key lets exactly one bootstrap the cluster.
             "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": member_selector(parent, shard)},
-            "updateStrategy": {"type": "RollingUpdate"},
+            # Pods change only when the rollout Job evicts them (``hooks/patroni_rollout.py``): the
+            # standbys first, then the primary, so a rollout moves each shard's primary once.
+            "updateStrategy": {"type": ON_DELETE},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
             "template": template,
             "volumeClaimTemplates": [json.loads(json.dumps(claim)) for claim in claim_templates],

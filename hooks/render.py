@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import last_applied, names, patroni, patroni_cleanup, pod_templates, replication, template_choice
+from . import (
+    last_applied,
+    names,
+    patroni,
+    patroni_cleanup,
+    patroni_rollout,
+    pod_templates,
+    replication,
+    template_choice,
+)
 from .last_applied import contains
 from .lifecycle import Decision
 from .replication import ShardHealth
@@ -46,6 +55,11 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         out.append(budget(snap.name, names.CACHE))
     if decision.patroni_cleanup:
         out += patroni_cleanup.children(snap.name, snap.namespace, snap.spec)
+    if decision.member_rollout and decision.replication is not None:
+        templates = [each.template for each in decision.shard_sets]
+        out += patroni_rollout.children(
+            snap.name, snap.namespace, snap.spec, decision.shards, decision.replication, templates
+        )
     return out
 
 

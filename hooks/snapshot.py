@@ -91,9 +91,19 @@ class Rollout:
     updated: int = 0
     current_revision: str = ""
     update_revision: str = ""
+    # OnDelete (a shard with members): pods change only when deleted, and the StatefulSet controller
+    # never makes the update revision current (kubernetes#73492), so only the counts tell.
+    on_delete: bool = False
+    status_replicas: int = 0
 
     def new_revision(self) -> bool:
-        """A StatefulSet is replacing pods: it becomes current only once all are updated and ready."""
+        """A StatefulSet is replacing pods: it becomes current only once all are updated and ready.
+
+        OnDelete: some pod that exists still runs an older revision (a pod created by a scale-up
+        is made at the update revision, so it never counts).
+        """
+        if self.on_delete:
+            return self.observed_generation >= self.generation and self.updated < self.status_replicas
         return bool(self.current_revision and self.update_revision) and self.current_revision != self.update_revision
 
     def settled(self, replicas: int) -> bool:

@@ -102,6 +102,9 @@ class Decision:
     shard_health: tuple[tuple[int, ShardHealth], ...] = ()  # (shard, its health) per shard with members, for the status
     # Deletion, members gone: the Job (and its Role) that removes Patroni's ConfigMaps (``hooks/patroni_cleanup.py``).
     patroni_cleanup: bool = False
+    # With members, while any member runs an older template: the Job that evicts them, standbys first
+    # (``hooks/patroni_rollout.py``).
+    member_rollout: bool = False
 
     @property
     def members(self) -> bool:

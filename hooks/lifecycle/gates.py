@@ -48,11 +48,13 @@ def sync(snap: Snapshot) -> Decision:
 
     chosen = rollout.choose_templates(snap, with_cache)
     sets: tuple[ShardSetAnswer, ...] = ()
+    member_rollout = False
     if outcome.plan is not None and outcome.plan.patroni:
         edited = template_choice.edited(snap.generation, snap.answered_generation)
         sets, held_back = shard_facts.choose_sets(snap, outcome.plan, shards, edited)
         chosen = replace(chosen, db=template_choice.Choice(chosen.db.template, waiting=held_back))
         plan = rollout.rolling_sets(snap, sets, shards, ready, all_registered, chosen)
+        member_rollout = plan.shards_rolling  # OnDelete: nothing rolls unless the Job evicts
     else:
         plan = rollout.rolling(snap, shards, ready, all_registered, chosen)
     # A pod that waits a moment (for a node, a Secret) is progress until its grace runs out.
@@ -150,6 +152,7 @@ def sync(snap: Snapshot) -> Decision:
         newer_templates=chosen.newer,
         replication=outcome.plan,
         shard_sets=sets,
+        member_rollout=member_rollout,
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
 

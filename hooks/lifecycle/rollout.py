@@ -103,8 +103,8 @@ def rolling(snap: Snapshot, shards: int, ready: int, all_registered: bool, chose
 def rolling_sets(
     snap: Snapshot, sets: tuple[ShardSetAnswer, ...], shards: int, ready: int, all_registered: bool, chosen: Templates
 ) -> Rolling:
-    """``rolling`` for shards with members: each shard's StatefulSet rolls its members (RollingUpdate, the
-    highest ordinal first, one at a time); a shard counts as updated once all its members are."""
+    """``rolling`` for shards with members: each shard's StatefulSet (OnDelete) has its members evicted by the
+    rollout Job, standbys first, one at a time; a shard counts as updated once all its members are."""
     if not snap.shard_sets:
         return Rolling(False, False, False, 0)
     pending = {

@@ -64,6 +64,7 @@ MARIADB = "docker.io/library/mariadb:10.11"
 MEMCACHED = "docker.io/library/memcached:1.6"
 PAUSE = "registry.k8s.io/pause:3.10"
 POSTGRES_PATRONI = "localhost/sharddb/postgres-patroni:15-4.1.5-debian"
+POSTGRES_PATRONI_ROLLOUT = "localhost/sharddb/postgres-patroni:15-4.1.5-debian-rollout"
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_RECIPES = HERE.parents[2] / "shared" / "images"
@@ -280,7 +281,7 @@ MEMCACHED_IMAGE = DebianImage(
 # recipe's (Debian's Python, Patroni's venv from PyPI, the entrypoint), with its config.
 POSTGRES_PATRONI_IMAGE = DebianImage(
     name="postgres-patroni",
-    refs=(POSTGRES_PATRONI,),
+    refs=(POSTGRES_PATRONI, POSTGRES_PATRONI_ROLLOUT),
     recipe=POSTGRES_IMAGE.recipe,
     files=POSTGRES_IMAGE.files,
     account=POSTGRES_IMAGE.account,
@@ -332,6 +333,7 @@ def image_key(image: DebianImage, recipes: Path) -> str:
         key.add("after", "\n".join(image.after))
     if image.then_recipe is not None:
         key.add("then", "\n".join(image.then))
+        key.add("refs", "\n".join(image.refs))  # the archive names them: a new ref is a new archive
         for path in sorted(image.then_recipe.iterdir()):
             if path.is_file():
                 key.add(f"then/{path.name}", path.read_bytes())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks import patroni_cleanup
+from hooks import patroni_cleanup, patroni_rollout
 from hooks.replication import Plan
 from testbed.models.metacontroller import (
     LAST_APPLIED,
@@ -90,5 +90,21 @@ def test_the_patroni_cleanup_job_and_its_role_are_stored_as_fixed_points(kube: K
                 stored["spec"]["template"]["spec"]["containers"][0]["command"]
                 == desired["spec"]["template"]["spec"]["containers"][0]["command"]
             )
+        else:
+            assert not needs_update(stored, sent), (desired["kind"], difference(stored, sent))
+
+
+def test_the_rollout_job_and_its_role_are_stored_as_fixed_points(kube: Kube, namespace: str) -> None:
+    """Asked while a member runs an older template: the Role (pods and StatefulSets by name) and binding merge
+    to nothing, and the Job is stored with the script and environment sent."""
+    plan = Plan(2, True)
+    templates = [desired["spec"]["template"] for desired in rendered() if desired["kind"] == "StatefulSet"]
+    for desired in patroni_rollout.children("demo", namespace, members(2), 2, plan, templates):
+        stored = apply(kube, namespace, desired)
+        sent = desired_as_sent(desired, namespace, PARENT_UID)
+        if desired["kind"] == "Job":
+            container = stored["spec"]["template"]["spec"]["containers"][0]
+            asked = desired["spec"]["template"]["spec"]["containers"][0]
+            assert (container["command"], container["env"]) == (asked["command"], asked["env"])
         else:
             assert not needs_update(stored, sent), (desired["kind"], difference(stored, sent))

@@ -17,7 +17,6 @@ the cache gone before any member stops, and Patroni's ConfigMaps removed by the 
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -27,11 +26,13 @@ import pytest
 import yaml
 
 from testbed.images import workloads
+from testbed.real.audit import Write
 
 from ..support.examples import PASSWORD
 from ..support.sharddbs import wait_until
 from .conftest import Record, Report
 from .installs import Install, Obj, cache_gone_before_shards
+from .poller import Answer, Poller, both_primary, both_written, longest_wait
 from .writers import Outage, Target, Writers
 
 NAMESPACE = "members"
@@ -44,21 +45,6 @@ MEMBERS = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=db"
 PATRONI_STATE = tuple(f"{SHARD}-{suffix}" for suffix in ("leader", "config", "sync", "failover"))
 REPLICATION_PASSWORD = "installed-tier-replication"
 POLLER = f"poller-{NAME}"
-# One loop per address: a new connection each time, bounded, then ~100 ms of sleep. Each line:
-# "<label> <asked at> <answered at> <answer>", the answer t, f or x (no answer).
-POLL_SCRIPT = """
-poll() {
-  while true; do
-    asked=$(date +%s.%N)
-    answer=$(PGCONNECT_TIMEOUT=1 timeout 2 psql -XqAt -h "$2" -U postgres -d postgres \
-      -c 'select pg_is_in_recovery()' 2>/dev/null) || answer=x
-    echo "$1 $asked $(date +%s.%N) ${answer:-x}"
-    sleep 0.1
-  done
-}
-poll old "$OLD_IP" & poll other "$OTHER_IP" & poll old "$OLD_HOST" &
-wait
-"""
 
 
 def sharddb() -> list[Obj]:
@@ -190,50 +176,7 @@ def test_a_write_through_the_primary_service_commits(brought_up: BroughtUp) -> N
     assert brought_up.write == ("Succeeded", "1\n"), brought_up.write
 
 
-# --- the primary pod deleted -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One ``pg_is_in_recovery()`` asked of a member: when, and what it said (t, f, or x for no answer)."""
-
-    member: str
-    asked: float
-    answered: float
-    answer: str
-
-
-def answers(log: str) -> list[Answer]:
-    out = []
-    for line in log.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] in ("old", "other"):
-            out.append(Answer(parts[0], float(parts[1]), float(parts[2]), parts[3]))
-    return out
-
-
-def both_primary(polled: list[Answer]) -> list[tuple[Answer, Answer]]:
-    """Pairs of answers ``f`` from the two members whose questions overlapped in time: two writable primaries."""
-    said_f = [each for each in polled if each.answer == "f"]
-    return [
-        (one, two)
-        for one, two in itertools.combinations(said_f, 2)
-        if one.member != two.member and one.asked <= two.answered and two.asked <= one.answered
-    ]
-
-
-@dataclass(frozen=True)
-class Failover:
-    """The primary pod deleted under writers: who was primary, who is, what the writers and the poller saw."""
-
-    old: str
-    new: str
-    outage: Outage
-    acked: int
-    lost: frozenset[int]
-    polled: list[Answer]
-    seconds_to_new_primary: float
-    seconds_to_rejoined: float
+# --- what the clients saw of a hand-over --------------------------------------------------------------
 
 
 def streaming_standby(pod: Obj) -> bool:
@@ -249,58 +192,218 @@ def running_primary(pod: Obj) -> bool:
     return role_of(pod) == "primary" and patroni_status(pod).get("state") == "running"
 
 
-def start_poller(install: Install, old: Obj, other: Obj) -> None:
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": POLLER, "namespace": NAMESPACE},
-        "spec": {
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 1,
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 999, "runAsGroup": 999},
-            "containers": [
-                {
-                    "name": "poller",
-                    "image": workloads.POSTGRES,
-                    "command": ["bash", "-c", POLL_SCRIPT],
-                    "env": [
-                        {"name": "PGPASSWORD", "value": PASSWORD},
-                        {"name": "OLD_IP", "value": old["status"]["podIP"]},
-                        {"name": "OTHER_IP", "value": other["status"]["podIP"]},
-                        {"name": "OLD_HOST", "value": f"{old['metadata']['name']}.{SHARD}"},
-                    ],
-                }
-            ],
-        },
-    }
-    install.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+def leader_changes(install: Install) -> int:
+    """How many times the shard's primary changed, by Patroni's own history (on its ``-config`` ConfigMap)."""
+    found = install.get("configmap", "-n", NAMESPACE, f"{SHARD}-config")
+    history = json.loads(found["metadata"].get("annotations", {}).get("history") or "[]")
+    return len(history)
 
-    def polling() -> bool:
-        seen = {
-            (each.member, each.answer)
-            for each in answers(install.kubectl("logs", "-n", NAMESPACE, POLLER, check=False))
-        }
-        return {("old", "f"), ("other", "t")} <= seen
 
-    wait_until("the poller hearing the primary say f and the standby t", polling, 120)
+def hand_over(writes: list[Write], stopped: str, since: float, writer_log: str) -> str:
+    """Where a hand-over's client time went, from the audit log and the writer: each moment after the old
+    primary was told to stop (its eviction or deletion), in seconds."""
+    told = [
+        w.at.timestamp()
+        for w in writes
+        if w.name == stopped and w.resource == "pods" and w.verb in ("create", "delete")
+    ]
+    zero = min(told, default=since)
+    slices = [
+        w.at.timestamp() - zero
+        for w in writes
+        if w.resource == "endpointslices" and w.name.startswith(f"{PRIMARY_SERVICE}-") and w.at.timestamp() >= zero
+    ]
+    acks = [float(line.split()[2]) - zero for line in writer_log.splitlines() if line.startswith("ack ")]
+    fails = [float(line.split()[2]) - zero for line in writer_log.splitlines() if line.startswith("fail ")]
+    before = max((t for t in acks if t < 0), default=float("nan"))
+    after = min((t for t in acks if t >= 0), default=float("nan"))
+    failed = [f"{t:+.1f}" for t in fails if before <= t <= after]
+    return (
+        f"{stopped} told to stop at 0; -primary's EndpointSlice written at "
+        f"{', '.join(f'{t:+.1f}' for t in slices[:4]) or 'never'}; writer: last ack {before:+.1f}, "
+        f"failed attempts ended at {', '.join(failed) or 'none'}, first ack after {after:+.1f}"
+    )
+
+
+def start_polling(install: Install, pods: list[Obj], step: str) -> Poller:
+    """A poller on every member's address, once it hears the primary say f and the standby t."""
+    poller = Poller(install, NAMESPACE, f"{POLLER}-{step}", PRIMARY_SERVICE)
+    poller.start({pod["metadata"]["name"]: pod["status"]["podIP"] for pod in pods})
+    primary, standby = primary_and_replica(pods)
+    wanted = {(primary, "f"), (standby, "t")}
+    wait_until("the poller hearing the primary say f and the standby t", lambda: poller.hearing(wanted), 120)
+    return poller
+
+
+def watched(polled: list[Answer]) -> str:
+    """How often each member was asked, and the longest wait between two questions to it."""
+    seen = sorted({each.member for each in polled})
+    counts = {member: sum(1 for each in polled if each.member == member) for member in seen}
+    return ", ".join(f"{m} {counts[m]} times (longest wait {longest_wait(polled, m):.2f} s)" for m in seen)
+
+
+# --- a rollout of dbImage: the standby first, one hand-over ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rolled:
+    """A rollout of ``dbImage`` under writers and the poller."""
+
+    before: tuple[str, str]  # the primary and the standby before
+    after: str  # the primary after
+    evicted: list[str]  # the members the rollout Job evicted, in order
+    changes: int  # primary changes Patroni's history gained
+    images: list[str]
+    outage: Outage
+    acked: int
+    lost: frozenset[int]
+    polled: list[Answer]
+    moments: str
+    seconds: float
+    jobs_left: list[str]
 
 
 @pytest.fixture(scope="module")
-def failover(install: Install, brought_up: BroughtUp) -> Iterator[Failover]:
-    pods = {pod["metadata"]["name"]: pod for pod in brought_up.pods}
-    old_name, other_name = primary_and_replica(brought_up.pods)
+def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
+    _ = brought_up  # the ShardDB is up first
+    pods = members(install)
+    primary, standby = primary_and_replica(pods)
+    assert primary, [pod["metadata"]["name"] for pod in pods]
+    assert standby, [pod["metadata"]["name"] for pod in pods]
+    changes = leader_changes(install)
+    target = (Target(PRIMARY_SERVICE, primary),)
+    writers = Writers(install, NAMESPACE, f"{NAME}-rollout", target, cache=f"{NAME}-cache")
+    writers.start()
+    poller = start_polling(install, pods, "rollout")
+    mark = install.stack.audit.mark()
+    since = time.time()
+    began = time.monotonic()
+    patch = json.dumps({"spec": {"dbImage": workloads.POSTGRES_PATRONI_ROLLOUT}})
+    install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", patch)
+
+    def rolled_out() -> bool:
+        now = members(install)
+        poller.watch(now)
+        images = {pod["spec"]["containers"][0]["image"] for pod in now}
+        roles = sorted(
+            "primary" if running_primary(pod) else "standby" if streaming_standby(pod) else "?" for pod in now
+        )
+        return images == {workloads.POSTGRES_PATRONI_ROLLOUT} and roles == ["primary", "standby"]
+
+    wait_until("both members on the new image, a primary and a streaming standby", rolled_out, 400, every=0.5)
+    wait_until(f"{NAME} Available", lambda: install.available(NAMESPACE, NAME), 120, every=1)
+    seconds = time.monotonic() - began
+
+    def rollout_jobs() -> list[str]:
+        return [
+            j["metadata"]["name"]
+            for j in install.get("jobs", "-n", NAMESPACE)["items"]
+            if "-rollout-" in j["metadata"]["name"]
+        ]
+
+    wait_until("the rollout Job gone once every member rolled", lambda: not rollout_jobs(), 120, every=1)
+    writers.wait_acknowledged()
+    time.sleep(2)  # the poller asks every member once more after the writers are back
+    writes = install.stack.audit.since(mark, namespace=NAMESPACE)
+    evicted = [w.name for w in writes if w.resource == "pods" and w.subresource == "eviction" and w.code in (200, 201)]
+    now = members(install)
+    after, _ = primary_and_replica(now)
+    outage = writers.outage("rollout of `dbImage`, 2 members (the standby first, one hand-over)", since, [0])
+    moments = hand_over(writes, primary, since, writers.log(0))
+    writers.targets = (Target(PRIMARY_SERVICE, after),)  # the rows are read on the new primary
+    acked = writers.tally(0).acked
+    done = Rolled(
+        (primary, standby),
+        after,
+        evicted,
+        leader_changes(install) - changes,
+        sorted(pod["spec"]["containers"][0]["image"] for pod in now),
+        outage,
+        len(acked),
+        writers.lost(0),
+        poller.answers(),
+        moments,
+        seconds,
+        rollout_jobs(),
+    )
+    writers.stop()
+    poller.stop()
+    return done
+
+
+def test_a_rollout_evicts_the_standby_first_and_the_primary_last(rolled: Rolled) -> None:
+    assert rolled.evicted == [rolled.before[1], rolled.before[0]]
+
+
+def test_a_rollout_moves_the_primary_once(rolled: Rolled, report: Report) -> None:
+    report(
+        f"rollout {rolled.before[0]} -> {rolled.after} in {rolled.seconds:.1f} s; {rolled.moments}; "
+        f"polled {watched(rolled.polled)}"
+    )
+    assert rolled.changes == 1
+    assert rolled.after == rolled.before[1]
+
+
+def test_a_rollout_runs_every_member_on_the_new_image(rolled: Rolled) -> None:
+    assert rolled.images == [workloads.POSTGRES_PATRONI_ROLLOUT] * 2
+
+
+def test_the_rollout_job_is_gone_once_every_member_rolled(rolled: Rolled) -> None:
+    assert rolled.jobs_left == []
+
+
+def test_no_acknowledged_commit_is_lost_in_a_rollout(rolled: Rolled, outages: Record) -> None:
+    outages(rolled.outage)
+    assert rolled.acked > 0
+    assert rolled.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_during_a_rollout(rolled: Rolled) -> None:
+    assert {each.answer for each in rolled.polled if each.member == rolled.after} >= {"t", "f"}, "no hand-over seen"
+    assert both_primary(rolled.polled) == []
+    assert both_written(rolled.polled) == []
+
+
+# --- the primary pod deleted -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failover:
+    """The primary pod deleted under writers: who was primary, who is, what the writers and the poller saw."""
+
+    old: str
+    new: str
+    outage: Outage
+    acked: int
+    lost: frozenset[int]
+    polled: list[Answer]
+    seconds_to_new_primary: float
+    seconds_to_rejoined: float
+    moments: str
+
+
+@pytest.fixture(scope="module")
+def failover(install: Install, rolled: Rolled) -> Failover:
+    _ = rolled  # after the rollout: its members are the ones deleted here
+    pods = {pod["metadata"]["name"]: pod for pod in members(install)}
+    old_name, other_name = primary_and_replica(list(pods.values()))
     assert old_name, f"no primary to start from: {list(pods)}"
     assert other_name, f"no replica to start from: {list(pods)}"
     old_uid = pods[old_name]["metadata"]["uid"]
-    writers = Writers(install, NAMESPACE, NAME, (Target(PRIMARY_SERVICE, old_name),), cache=f"{NAME}-cache")
+    writers = Writers(
+        install, NAMESPACE, f"{NAME}-failover", (Target(PRIMARY_SERVICE, old_name),), cache=f"{NAME}-cache"
+    )
     writers.start()
-    start_poller(install, pods[old_name], pods[other_name])
+    poller = start_polling(install, list(pods.values()), "failover")
+    mark = install.stack.audit.mark()
     since = time.time()
     began = time.monotonic()
     install.kubectl("delete", "pod", "-n", NAMESPACE, old_name, "--wait=false")
 
     def by_name() -> dict[str, Obj]:
-        return {pod["metadata"]["name"]: pod for pod in members(install)}
+        now = members(install)
+        poller.watch(now)
+        return {pod["metadata"]["name"]: pod for pod in now}
 
     wait_until(
         f"{other_name} the running primary", lambda: running_primary(by_name().get(other_name, {"metadata": {}})), 120
@@ -315,14 +418,15 @@ def failover(install: Install, brought_up: BroughtUp) -> Iterator[Failover]:
     to_rejoined = time.monotonic() - began
     writers.wait_acknowledged()
     time.sleep(2)  # the poller asks both members once more after the writers are back
-    polled = answers(install.kubectl("logs", "-n", NAMESPACE, POLLER))
+    polled = poller.answers()
+    moments = hand_over(install.stack.audit.since(mark, namespace=NAMESPACE), old_name, since, writers.log(0))
     outage = writers.outage("primary pod deleted, 2 members (Patroni hands over as it stops)", since, [0])
     writers.targets = (Target(PRIMARY_SERVICE, other_name),)  # the rows are read on the new primary
     acked = writers.tally(0).acked
     lost = writers.lost(0)
-    yield Failover(old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined)
     writers.stop()
-    install.kubectl("delete", "pod", "-n", NAMESPACE, POLLER, "--wait=false")
+    poller.stop()
+    return Failover(old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined, moments)
 
 
 def test_deleting_the_primary_pod_makes_the_standby_primary(failover: Failover) -> None:
@@ -341,16 +445,13 @@ def test_no_acknowledged_commit_is_lost_when_the_primary_pod_is_deleted(failover
 
 def test_the_two_members_never_both_answer_that_they_accept_writes(failover: Failover, report: Report) -> None:
     polled = failover.polled
-    asked = {member: [each.asked for each in polled if each.member == member] for member in ("old", "other")}
-    every = {member: max((b - a for a, b in itertools.pairwise(times)), default=0.0) for member, times in asked.items()}
     report(
         f"failover {failover.old} -> {failover.new}: primary after {failover.seconds_to_new_primary:.1f} s, "
-        f"old one streaming after {failover.seconds_to_rejoined:.1f} s; pg_is_in_recovery() asked "
-        f"{len(asked['old'])} times of the old member, {len(asked['other'])} of the other, longest wait "
-        f"between two questions {every}"
+        f"old one streaming after {failover.seconds_to_rejoined:.1f} s; {failover.moments}; polled {watched(polled)}"
     )
-    assert {each.answer for each in polled if each.member == "other"} >= {"t", "f"}, "the poller saw no failover"
+    assert {each.answer for each in polled if each.member == failover.new} >= {"t", "f"}, "the poller saw no failover"
     assert both_primary(polled) == []
+    assert both_written(polled) == []
 
 
 # --- the deletion ------------------------------------------------------------------------------

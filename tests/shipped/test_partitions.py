@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hooks import kinds, patroni, patroni_cleanup
+from hooks import kinds, patroni, patroni_cleanup, patroni_rollout
 from testbed.real import partitions
 from testbed.real.partitions import LABEL, Setup
 
@@ -255,6 +255,12 @@ def test_the_role_holds_every_permission_the_patroni_cleanup_role_grants() -> No
     """The cleanup Job's Role is applied by Metacontroller on deletion: the same escalation prevention holds."""
     for resource, verbs in patroni_cleanup.RBAC_RULES:
         assert allowed("", resource) >= set(verbs), resource
+
+
+def test_the_role_holds_every_permission_the_rollout_role_grants() -> None:
+    """The rollout Job's Role is applied by Metacontroller during a rollout: the same escalation prevention holds."""
+    for group, resource, verbs in patroni_rollout.RBAC_RULES:
+        assert allowed(group, resource) >= set(verbs), resource
 
 
 def test_the_role_lets_metacontroller_watch_every_related_kind() -> None:

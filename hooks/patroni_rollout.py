@@ -1,0 +1,229 @@
+"""A rollout of shards with members, standbys first: a Job that evicts each shard's outdated members in order.
+
+Each shard's StatefulSet is ``OnDelete``: its controller makes a pod of the new template only when one is
+gone. A RollingUpdate would replace the highest ordinal first, which is the primary as often as not, then
+the member just promoted: two hand-overs per shard. This Job evicts, one shard at a time, every outdated
+standby first (each comes back, on the new template, and streams again), and the primary last, once an
+updated member is its synchronous standby: Patroni hands over to that standby as the primary stops, so a
+rollout moves each shard's primary once. It never chooses a primary, promotes or fences: Patroni does.
+
+It evicts rather than deletes, so each shard's budget holds: with a member down (or a drain under way),
+it waits. It evicts nothing while any member of the shard is not Ready or no single member is labelled
+primary. The Job runs ``dbImage`` (a Patroni image, with ``python3``) and a short script on Python's
+standard library alone, with Patroni's ServiceAccount and a Role rendered only while a rollout runs: get
+on its StatefulSets, get and evict on its member pods, each by name.
+
+The Job's name ends in a hash of everything it runs and of the member templates it rolls to, so a new
+change is a new Job (a Job's template cannot change) and a finished one is never mistaken for the next.
+The hooks return it while any member runs an older template, and drop it (Metacontroller deletes it)
+once every shard has rolled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from . import names, patroni
+from .replication import LEADER_LABEL_VALUE, ROLE_LABEL, Plan, member_name, shard_name
+from .spec import DEFAULT_CONTAINER_SECURITY_CONTEXT, DEFAULT_DB_POD_SECURITY_CONTEXT, ShardDBSpec
+
+Obj = dict[str, Any]
+
+COMPONENT = "rollout"
+BACKOFF_LIMIT = 6
+HASH_LENGTH = 7
+
+# One shard at a time, in order. Each pass reads the StatefulSet (its update revision, once its
+# controller has seen the latest spec) and every member pod by name, evicts at most one, and
+# sleeps; a refused eviction (429: the budget) or any failure is read again on the next pass.
+SCRIPT = """\
+import json, os, ssl, sys, time, urllib.error, urllib.request
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+namespace = open(sa + "/namespace").read().strip()
+host = os.environ["KUBERNETES_SERVICE_HOST"]
+host = "[" + host + "]" if ":" in host else host
+base = "https://%s:%s" % (host, os.environ["KUBERNETES_SERVICE_PORT"])
+context = ssl.create_default_context(cafile=sa + "/ca.crt")
+role_label, leader = os.environ["SHARDDB_ROLE_LABEL"], os.environ["SHARDDB_LEADER"]
+synchronous = os.environ["SHARDDB_SYNCHRONOUS"] == "true"
+def call(method, path, body=None):
+    token = open(sa + "/token").read().strip()
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+    request = urllib.request.Request(base + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, None
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        return str(error), None
+def ready(pod):
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return "deletionTimestamp" not in pod["metadata"] and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+def step(name):
+    code, sts = call("GET", "/apis/apps/v1/namespaces/%s/statefulsets/%s" % (namespace, name))
+    if code != 200:
+        return "waiting: StatefulSet %s: %s" % (name, code)
+    status = sts.get("status") or {}
+    if status.get("observedGeneration", 0) < sts["metadata"].get("generation", 0):
+        return "waiting: its controller has not read the latest spec"
+    target, pods = status.get("updateRevision", ""), []
+    for member in range(sts["spec"].get("replicas", 1)):
+        code, pod = call("GET", "/api/v1/namespaces/%s/pods/%s-%d" % (namespace, name, member))
+        if code != 200 or not ready(pod):
+            return "waiting: %s-%d is not Ready" % (name, member)
+        pods.append(pod)
+    outdated = [p for p in pods if p["metadata"].get("labels", {}).get("controller-revision-hash") != target]
+    if not outdated:
+        return "done"
+    primaries = [p for p in pods if p["metadata"].get("labels", {}).get(role_label) == leader]
+    if len(primaries) != 1:
+        return "waiting: %d members labelled %s" % (len(primaries), leader)
+    standbys = [p for p in outdated if p is not primaries[0]]
+    victim = standbys[0] if standbys else primaries[0]
+    if not standbys and synchronous:
+        code, record = call("GET", "/api/v1/namespaces/%s/configmaps/%s-sync" % (namespace, name))
+        named = ((record or {}).get("metadata", {}).get("annotations") or {}).get("sync_standby") or ""
+        updated = {p["metadata"]["name"] for p in pods if p not in outdated}
+        if not updated & set(named.split(",")):
+            return "waiting: no updated member is the synchronous standby yet (%s)" % (named or "none")
+    who = victim["metadata"]["name"]
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": who, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": victim["metadata"]["uid"]}}}
+    code, _ = call("POST", "/api/v1/namespaces/%s/pods/%s/eviction" % (namespace, who), body)
+    if code in (200, 201):
+        return "evicted %s (%s)" % (who, "the primary" if victim is primaries[0] else "a standby")
+    return "waiting: the eviction of %s answered %s" % (who, code)
+for name in os.environ["SHARDDB_SHARD_SETS"].split():
+    said = ""
+    while said != "done":
+        now = step(name)
+        if now != said:
+            print("%s %s: %s" % (time.strftime("%H:%M:%S"), name, now), flush=True)
+        said = now
+        if said != "done":
+            time.sleep(2)
+print("every shard runs its latest template", flush=True)
+"""
+
+
+def _clone(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def role_name(parent: str) -> str:
+    """The Role and RoleBinding: ``<name>-patroni-rollout``, as long as the cleanup's."""
+    return f"{patroni.account_name(parent)}-{COMPONENT}"
+
+
+def job_name(parent: str, digest: str) -> str:
+    """``<name>-rollout-<hash>``: no longer than ``<name>-patroni-cleanup``."""
+    return f"{parent}-{COMPONENT}-{digest}"
+
+
+def _meta(name: str, parent: str) -> Obj:
+    return {"name": name, "labels": names.labels(parent, COMPONENT)}
+
+
+def role(parent: str, shards: int, plan: Plan) -> Obj:
+    """Get on the shards' StatefulSets; get and evict on their member pods; each by name."""
+    sets = [shard_name(parent, shard) for shard in range(shards)]
+    pods = [member_name(parent, shard, member) for shard in range(shards) for member in range(plan.members)]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _meta(role_name(parent), parent),
+        "rules": [
+            {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get"], "resourceNames": sets},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": pods},
+            {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"], "resourceNames": pods},
+        ],
+    }
+
+
+# What the Role grants, for the partitions' ClusterRole (which must hold it: escalation prevention).
+RBAC_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("apps", "statefulsets", ("get",)),
+    ("", "pods", ("get",)),
+    ("", "pods/eviction", ("create",)),
+)
+
+
+def role_binding(parent: str, namespace: str, spec: ShardDBSpec) -> Obj:
+    """The Role, granted to the account the Job runs as: Patroni's (the user's, when the spec names one)."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(role_name(parent), parent),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name(parent)},
+        "subjects": [{"kind": "ServiceAccount", "name": _account(parent, spec), "namespace": namespace}],
+    }
+
+
+def _account(parent: str, spec: ShardDBSpec) -> str:
+    return spec.service_account_name or patroni.account_name(parent)
+
+
+def _job_spec(parent: str, spec: ShardDBSpec, shards: int, plan: Plan) -> Obj:
+    db = spec.db
+    env = [
+        {"name": "SHARDDB_SHARD_SETS", "value": " ".join(shard_name(parent, shard) for shard in range(shards))},
+        {"name": "SHARDDB_ROLE_LABEL", "value": ROLE_LABEL},
+        {"name": "SHARDDB_LEADER", "value": LEADER_LABEL_VALUE},
+        {"name": "SHARDDB_SYNCHRONOUS", "value": "true" if plan.synchronous else "false"},
+    ]
+    container: Obj = {
+        "name": COMPONENT,
+        "image": spec.db_image,
+        "command": ["python3", "-c", SCRIPT],
+        "env": env,
+        "securityContext": _clone(db.security_context or DEFAULT_CONTAINER_SECURITY_CONTEXT),
+    }
+    pod: Obj = {
+        "restartPolicy": "Never",
+        "serviceAccountName": _account(parent, spec),
+        "automountServiceAccountToken": True,
+        "securityContext": _clone(db.pod_security_context or DEFAULT_DB_POD_SECURITY_CONTEXT),
+    }
+    if spec.image_pull_secrets:
+        pod["imagePullSecrets"] = _clone(spec.image_pull_secrets)
+    if db.node_selector:
+        pod["nodeSelector"] = dict(db.node_selector)
+    if db.tolerations:
+        pod["tolerations"] = _clone(db.tolerations)
+    pod["containers"] = [container]
+    # No deadline: a rollout that waits (a member down, a budget spent) waits, and evicts nothing meanwhile.
+    return {
+        "backoffLimit": BACKOFF_LIMIT,
+        "template": {"metadata": {"labels": names.labels(parent, COMPONENT)}, "spec": pod},
+    }
+
+
+def digest(job_spec: Obj, templates: Sequence[Obj]) -> str:
+    """A short hash of the Job's spec and of the member templates it rolls to."""
+    text = json.dumps({"job": job_spec, "templates": list(templates)}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:HASH_LENGTH]
+
+
+def job(parent: str, spec: ShardDBSpec, shards: int, plan: Plan, templates: Sequence[Obj]) -> Obj:
+    """The rollout Job for the member templates ``templates`` (one per shard, as answered)."""
+    job_spec = _job_spec(parent, spec, shards, plan)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(job_name(parent, digest(job_spec, templates)), parent),
+        "spec": job_spec,
+    }
+
+
+def children(
+    parent: str, namespace: str, spec: ShardDBSpec, shards: int, plan: Plan, templates: Sequence[Obj]
+) -> list[Obj]:
+    """The rollout's Role, binding and Job, in the order Metacontroller may create them."""
+    binding = role_binding(parent, namespace, spec)
+    return [role(parent, shards, plan), binding, job(parent, spec, shards, plan, templates)]

@@ -1,0 +1,143 @@
+"""A rollout of shards with members moves each shard's primary once: each StatefulSet is OnDelete, and a Job
+evicts the outdated standbys first and the primary last, while any member runs an older template.
+
+The Job's script runs in the installed tier; here, what the hooks ask for and when.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hooks import patroni_rollout
+from hooks.replication import Plan
+from hooks.snapshot import Rollout
+from hooks.spec import ShardDBSpec
+
+from ..support.replication import answer, applied, child, healthy, parent, primary_slice, request, stages, sync_record
+
+Obj = dict[str, Any]
+STAGES = stages()
+ROLE = "demo-patroni-rollout"
+PLAN = Plan(members=2, synchronous=True)
+SPEC = ShardDBSpec.model_validate(parent()["spec"])
+
+
+def marks() -> list[Obj]:
+    return [*healthy(), sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+
+
+def newer(image: str = "registry.example.com/postgres-patroni:16-4.1.5", generation: int = 2) -> Obj:
+    return parent({"dbImage": image}) | {"metadata": {**parent()["metadata"], "generation": generation}}
+
+
+def jobs(body: Obj) -> list[Obj]:
+    return [each for each in body["children"] if each["kind"] == "Job" and "-rollout-" in each["metadata"]["name"]]
+
+
+def rolling_children(updated: int = 1) -> dict[str, dict[str, Obj]]:
+    """The children as the answer to ``newer()`` left them, their controllers having read it: ``updated`` of 2
+    members run the new template."""
+    answered = answer(request(newer(), applied(STAGES["running"]["children"]), marks()))
+    children = applied(answered["children"])
+    for sts in children["StatefulSet.apps/v1"].values():
+        sts["metadata"]["generation"] = 2
+        sts["status"].update(observedGeneration=2, updatedReplicas=updated, updateRevision="r2")
+    return children
+
+
+def env(job: Obj, name: str) -> str:
+    value: str = next(e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == name)
+    return value
+
+
+def test_each_shards_statefulset_changes_a_member_only_when_it_is_gone() -> None:
+    body = answer(request(parent(), applied(STAGES["running"]["children"]), marks()))
+    for shard in (0, 1):
+        assert child(body["children"], "StatefulSet", f"demo-db-{shard}")["spec"]["updateStrategy"] == {
+            "type": "OnDelete"
+        }
+
+
+def test_a_settled_sharddb_asks_for_no_rollout_job() -> None:
+    body = answer(request(parent(), applied(STAGES["running"]["children"]), marks()))
+    assert jobs(body) == []
+    assert not any(each["metadata"]["name"] == ROLE for each in body["children"])
+
+
+def test_a_new_db_image_asks_for_the_rollout_job_and_its_role_with_the_new_templates() -> None:
+    body = answer(request(newer(), applied(STAGES["running"]["children"]), marks()))
+    (job,) = jobs(body)
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":16-4.1.5")
+    assert env(job, "SHARDDB_SHARD_SETS") == "demo-db-0 demo-db-1"
+    assert {("Role", ROLE), ("RoleBinding", ROLE)} <= {(c["kind"], c["metadata"]["name"]) for c in body["children"]}
+
+
+def test_the_rollout_job_stays_while_a_member_runs_an_older_template() -> None:
+    first = answer(request(newer(), applied(STAGES["running"]["children"]), marks()))
+    later = answer(request(newer(), rolling_children(updated=1), marks()))
+    assert [j["metadata"]["name"] for j in jobs(later)] == [j["metadata"]["name"] for j in jobs(first)]
+
+
+def test_the_rollout_job_goes_once_every_member_runs_the_new_template() -> None:
+    body = answer(request(newer(), rolling_children(updated=2), marks()))
+    assert jobs(body) == []
+
+
+def test_another_change_mid_rollout_is_another_job() -> None:
+    first = answer(request(newer(), applied(STAGES["running"]["children"]), marks()))
+    again = newer("registry.example.com/postgres-patroni:17-4.1.5", generation=3)
+    second = answer(request(again, rolling_children(updated=1), marks()))
+    assert [j["metadata"]["name"] for j in jobs(second)] != [j["metadata"]["name"] for j in jobs(first)]
+
+
+def test_a_rollout_in_progress_is_progressing_not_degraded() -> None:
+    body = answer(request(newer(), rolling_children(updated=1), marks()))
+    conditions = {c["type"]: c for c in body["status"]["conditions"]}
+    assert conditions["Progressing"]["reason"] == "RollingUpdate"
+    assert conditions["Degraded"]["status"] == "False"
+
+
+def test_the_role_names_only_this_sharddbs_statefulsets_and_member_pods() -> None:
+    role = patroni_rollout.role("demo", 2, PLAN)
+    names = {rule["resources"][0]: rule["resourceNames"] for rule in role["rules"]}
+    assert names["statefulsets"] == ["demo-db-0", "demo-db-1"]
+    assert names["pods"] == names["pods/eviction"] == ["demo-db-0-0", "demo-db-0-1", "demo-db-1-0", "demo-db-1-1"]
+
+
+def test_the_role_may_evict_and_read_but_never_delete_or_list() -> None:
+    role = patroni_rollout.role("demo", 2, PLAN)
+    verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
+    assert verbs == {"get", "create"}
+
+
+def test_the_job_name_fits_where_the_cleanup_job_name_fits() -> None:
+    job = patroni_rollout.job("demo", SPEC, 2, PLAN, [{}])
+    assert len(job["metadata"]["name"]) == len("demo-patroni-cleanup")
+
+
+def test_the_job_has_no_deadline_so_a_waiting_rollout_never_fails_half_done() -> None:
+    job = patroni_rollout.job("demo", SPEC, 2, PLAN, [{}])
+    assert "activeDeadlineSeconds" not in job["spec"]
+
+
+def test_the_script_compiles() -> None:
+    compile(patroni_rollout.SCRIPT, "rollout", "exec")
+
+
+# --- OnDelete's revisions: the StatefulSet controller never makes the update revision current ---------
+
+
+def test_an_on_delete_set_whose_pods_all_run_the_update_revision_is_settled() -> None:
+    rollout = Rollout(2, 2, updated=2, current_revision="r1", update_revision="r2", on_delete=True, status_replicas=2)
+    assert rollout.settled(2)
+
+
+def test_an_on_delete_set_with_an_older_pod_is_rolling() -> None:
+    rollout = Rollout(2, 2, updated=1, current_revision="r1", update_revision="r2", on_delete=True, status_replicas=2)
+    assert rollout.new_revision()
+
+
+def test_an_on_delete_set_scaling_up_is_not_rolling() -> None:
+    """A pod a scale-up creates runs the update revision: the counts stay equal."""
+    rollout = Rollout(3, 3, updated=2, current_revision="r1", update_revision="r1", on_delete=True, status_replicas=2)
+    assert not rollout.new_revision()
