@@ -39,7 +39,45 @@ HASH_LENGTH = 7
 # One shard at a time, in order. Each pass reads the StatefulSet (its update revision, once its
 # controller has seen the latest spec) and every member pod by name, evicts at most one, and
 # sleeps; a refused eviction (429: the budget) or any failure is read again on the next pass.
-SCRIPT = """\
+# Nothing is evicted unless exactly one member is labelled primary and is Ready. An outdated
+# standby goes first, a not-Ready one before a Ready one (a standby on a template that never
+# started is replaced by the next), once every other member is Ready; the primary goes last, once
+# every member is Ready and (synchronous) an updated one is its synchronous standby.
+# The choice, a function of what one pass read: which member to evict next, or why none. Kept
+# apart from the I/O so the tests run this very text.
+CHOOSE = """\
+def ready(pod):
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return "deletionTimestamp" not in pod["metadata"] and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+def choose(pods, target, role_label, leader, synchronous, sync_named):
+    label = lambda pod, key: pod["metadata"].get("labels", {}).get(key)
+    name = lambda pod: pod["metadata"]["name"]
+    primaries = [p for p in pods if label(p, role_label) == leader]
+    if len(primaries) != 1 or not ready(primaries[0]):
+        return None, "waiting: %d Ready members labelled %s" % (sum(map(ready, primaries)), leader)
+    primary = primaries[0]
+    outdated = [p for p in pods if label(p, "controller-revision-hash") != target]
+    unready = [name(p) for p in pods if not ready(p)]
+    standbys = [p for p in outdated if p is not primary]
+    if standbys:
+        victim = next((p for p in standbys if not ready(p)), standbys[0])
+        others = [n for n in unready if n != name(victim)]
+        if others:
+            return None, "waiting: %s not Ready" % ", ".join(others)
+        return victim, "a standby"
+    if not outdated:
+        return None, ("waiting: %s not Ready" % ", ".join(unready)) if unready else "done"
+    if unready:
+        return None, "waiting: %s not Ready" % ", ".join(unready)
+    updated = {name(p) for p in pods if p not in outdated}
+    if synchronous and not updated & set(sync_named.split(",")):
+        return None, "waiting: no updated member is the synchronous standby yet (%s)" % (sync_named or "none")
+    return primary, "the primary"
+"""
+
+SCRIPT = (
+    """\
 import json, os, ssl, sys, time, urllib.error, urllib.request
 sa = "/var/run/secrets/kubernetes.io/serviceaccount"
 namespace = open(sa + "/namespace").read().strip()
@@ -61,10 +99,9 @@ def call(method, path, body=None):
         return error.code, None
     except (urllib.error.URLError, OSError, ValueError) as error:
         return str(error), None
-def ready(pod):
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return "deletionTimestamp" not in pod["metadata"] and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+"""
+    + CHOOSE
+    + """\
 def step(name):
     code, sts = call("GET", "/apis/apps/v1/namespaces/%s/statefulsets/%s" % (namespace, name))
     if code != 200:
@@ -72,32 +109,23 @@ def step(name):
     status = sts.get("status") or {}
     if status.get("observedGeneration", 0) < sts["metadata"].get("generation", 0):
         return "waiting: its controller has not read the latest spec"
-    target, pods = status.get("updateRevision", ""), []
+    pods = []
     for member in range(sts["spec"].get("replicas", 1)):
         code, pod = call("GET", "/api/v1/namespaces/%s/pods/%s-%d" % (namespace, name, member))
-        if code != 200 or not ready(pod):
-            return "waiting: %s-%d is not Ready" % (name, member)
+        if code != 200 or "deletionTimestamp" in pod["metadata"]:
+            return "waiting: %s-%d is not there yet" % (name, member)
         pods.append(pod)
-    outdated = [p for p in pods if p["metadata"].get("labels", {}).get("controller-revision-hash") != target]
-    if not outdated:
-        return "done"
-    primaries = [p for p in pods if p["metadata"].get("labels", {}).get(role_label) == leader]
-    if len(primaries) != 1:
-        return "waiting: %d members labelled %s" % (len(primaries), leader)
-    standbys = [p for p in outdated if p is not primaries[0]]
-    victim = standbys[0] if standbys else primaries[0]
-    if not standbys and synchronous:
-        code, record = call("GET", "/api/v1/namespaces/%s/configmaps/%s-sync" % (namespace, name))
-        named = ((record or {}).get("metadata", {}).get("annotations") or {}).get("sync_standby") or ""
-        updated = {p["metadata"]["name"] for p in pods if p not in outdated}
-        if not updated & set(named.split(",")):
-            return "waiting: no updated member is the synchronous standby yet (%s)" % (named or "none")
+    code, record = call("GET", "/api/v1/namespaces/%s/configmaps/%s-sync" % (namespace, name))
+    named = ((record or {}).get("metadata", {}).get("annotations") or {}).get("sync_standby") or ""
+    victim, why = choose(pods, status.get("updateRevision", ""), role_label, leader, synchronous, named)
+    if victim is None:
+        return why
     who = victim["metadata"]["name"]
     body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": who, "namespace": namespace},
             "deleteOptions": {"preconditions": {"uid": victim["metadata"]["uid"]}}}
     code, _ = call("POST", "/api/v1/namespaces/%s/pods/%s/eviction" % (namespace, who), body)
     if code in (200, 201):
-        return "evicted %s (%s)" % (who, "the primary" if victim is primaries[0] else "a standby")
+        return "evicted %s (%s)" % (who, why)
     return "waiting: the eviction of %s answered %s" % (who, code)
 for name in os.environ["SHARDDB_SHARD_SETS"].split():
     said = ""
@@ -110,6 +138,7 @@ for name in os.environ["SHARDDB_SHARD_SETS"].split():
             time.sleep(2)
 print("every shard runs its latest template", flush=True)
 """
+)
 
 
 def _clone(value: Any) -> Any:

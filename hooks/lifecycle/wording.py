@@ -163,7 +163,8 @@ def progressing(
         )
     if plan.shards_rolling:
         waiting = "; the cache rolls after them" if plan.cache_held else ""
-        message = f"{plan.shards_updated}/{shards} shards updated{waiting}"
+        order = "; a Job evicts each shard's standbys first, then its primary" if snap.shard_sets else ""
+        message = f"{plan.shards_updated}/{shards} shards updated{order}{waiting}"
         return ConditionState("Progressing", True, ROLLING_UPDATE, message)
     if plan.shards_unobserved and snap.statefulset is not None:
         # Its revisions are the last spec's until it reads this one: "all updated" would be a lie.

@@ -97,6 +97,12 @@ def test_a_rollout_in_progress_is_progressing_not_degraded() -> None:
     assert conditions["Degraded"]["status"] == "False"
 
 
+def test_a_rollout_in_progress_says_the_standbys_go_first() -> None:
+    body = answer(request(newer(), rolling_children(updated=1), marks()))
+    progressing = next(c for c in body["status"]["conditions"] if c["type"] == "Progressing")
+    assert "standbys first, then its primary" in progressing["message"]
+
+
 def test_the_role_names_only_this_sharddbs_statefulsets_and_member_pods() -> None:
     role = patroni_rollout.role("demo", 2, PLAN)
     names = {rule["resources"][0]: rule["resourceNames"] for rule in role["rules"]}
@@ -141,3 +147,79 @@ def test_an_on_delete_set_scaling_up_is_not_rolling() -> None:
     """A pod a scale-up creates runs the update revision: the counts stay equal."""
     rollout = Rollout(3, 3, updated=2, current_revision="r1", update_revision="r1", on_delete=True, status_replicas=2)
     assert not rollout.new_revision()
+
+
+# --- the Job's choice, as its script makes it (the very text it runs) -----------------------------------
+
+CHOSEN: dict[str, Any] = {}
+exec(patroni_rollout.CHOOSE, CHOSEN)
+
+
+def pod(name: str, revision: str, role: str, ready: bool = True) -> Obj:
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {"controller-revision-hash": revision, "mygroup.example.com/role": role},
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def choose(pods: list[Obj], sync_named: str = "demo-db-0-1", synchronous: bool = True) -> tuple[str, str]:
+    victim, why = CHOSEN["choose"](pods, "new", "mygroup.example.com/role", "primary", synchronous, sync_named)
+    return (victim["metadata"]["name"] if victim else ""), why
+
+
+def test_the_job_evicts_an_outdated_standby_before_the_primary() -> None:
+    pods = [pod("demo-db-0-0", "old", "primary"), pod("demo-db-0-1", "old", "replica")]
+    assert choose(pods) == ("demo-db-0-1", "a standby")
+
+
+def test_the_job_evicts_the_primary_once_its_sync_standby_is_updated() -> None:
+    pods = [pod("demo-db-0-0", "old", "primary"), pod("demo-db-0-1", "new", "replica")]
+    assert choose(pods) == ("demo-db-0-0", "the primary")
+
+
+def test_the_job_keeps_the_primary_until_an_updated_member_is_its_sync_standby() -> None:
+    pods = [pod("demo-db-0-0", "old", "primary"), pod("demo-db-0-1", "new", "replica")]
+    assert choose(pods, sync_named="")[0] == ""
+
+
+def test_the_job_keeps_the_primary_while_its_updated_standby_is_not_ready() -> None:
+    pods = [pod("demo-db-0-0", "old", "primary"), pod("demo-db-0-1", "new", "replica", ready=False)]
+    assert choose(pods)[0] == ""
+
+
+def test_the_job_evicts_nothing_without_a_ready_primary() -> None:
+    pods = [pod("demo-db-0-0", "old", "primary", ready=False), pod("demo-db-0-1", "old", "replica")]
+    assert choose(pods)[0] == ""
+
+
+def test_the_job_evicts_nothing_when_two_members_are_labelled_primary() -> None:
+    pods = [pod("demo-db-0-0", "old", "primary"), pod("demo-db-0-1", "old", "primary")]
+    assert choose(pods)[0] == ""
+
+
+def test_the_job_replaces_an_outdated_standby_that_never_became_ready() -> None:
+    """A template whose pods never started: the next template's Job replaces that standby first."""
+    pods = [pod("demo-db-0-0", "old", "primary"), pod("demo-db-0-1", "old", "replica", ready=False)]
+    assert choose(pods) == ("demo-db-0-1", "a standby")
+
+
+def test_with_three_members_the_job_takes_one_standby_down_at_a_time() -> None:
+    pods = [
+        pod("demo-db-0-0", "old", "primary"),
+        pod("demo-db-0-1", "new", "replica", ready=False),
+        pod("demo-db-0-2", "old", "replica"),
+    ]
+    assert choose(pods)[0] == ""
+
+
+def test_an_asynchronous_shard_needs_no_sync_standby_to_move_its_primary() -> None:
+    pods = [pod("demo-db-0-0", "old", "primary"), pod("demo-db-0-1", "new", "replica")]
+    assert choose(pods, sync_named="", synchronous=False) == ("demo-db-0-0", "the primary")
+
+
+def test_a_shard_whose_members_all_run_the_new_template_is_done() -> None:
+    pods = [pod("demo-db-0-0", "new", "primary"), pod("demo-db-0-1", "new", "replica")]
+    assert choose(pods) == ("", "done")
