@@ -24,6 +24,7 @@ from ..support.examples import PASSWORD
 from ..support.sharddbs import wait_until
 from .installs import Install, Obj
 
+LABEL = "sharddb-test/poller"  # left out of drains, as a client on another machine would be
 TABLE = "poller_writes"
 TARGETS = "/tmp/targets"
 SCRIPT = f"""
@@ -114,10 +115,10 @@ class Poller:
             f"-c 'create table if not exists {TABLE} (member text, at timestamptz default now())'",
         )
         assert phase == "Succeeded", log
-        pod = {
+        pod: Obj = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": self.name, "namespace": self.namespace},
+            "metadata": {"name": self.name, "namespace": self.namespace, "labels": {LABEL: self.name}},
             "spec": {
                 "restartPolicy": "Never",
                 "terminationGracePeriodSeconds": 1,

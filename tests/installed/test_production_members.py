@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -32,8 +32,9 @@ from ..support.examples import PASSWORD
 from ..support.sharddbs import wait_until
 from .conftest import Record, Report
 from .installs import Install, Obj, cache_gone_before_shards
+from .poller import LABEL as POLLER_LABEL
 from .poller import Answer, Poller, both_primary, both_written, longest_wait
-from .writers import Outage, Target, Writers
+from .writers import LABEL, Outage, Target, Writers
 
 NAMESPACE = "members"
 NAME = "ha"
@@ -364,12 +365,12 @@ def test_no_two_members_accept_writes_at_once_during_a_rollout(rolled: Rolled) -
     assert both_written(rolled.polled) == []
 
 
-# --- the primary pod deleted -------------------------------------------------------------------
+# --- the primary stopped: its pod deleted, its node drained --------------------------------------------
 
 
 @dataclass(frozen=True)
-class Failover:
-    """The primary pod deleted under writers: who was primary, who is, what the writers and the poller saw."""
+class HandOver:
+    """The primary stopped under writers: who was primary, who is, what the writers and the poller saw."""
 
     old: str
     new: str
@@ -380,25 +381,25 @@ class Failover:
     seconds_to_new_primary: float
     seconds_to_rejoined: float
     moments: str
+    done: str  # what the step's action said of itself
 
 
-@pytest.fixture(scope="module")
-def failover(install: Install, rolled: Rolled) -> Failover:
-    _ = rolled  # after the rollout: its members are the ones deleted here
+def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], str]) -> HandOver:
+    """``act`` on the primary pod while writers and the poller watch; then wait for the standby to lead and the
+    old member to stream again."""
     pods = {pod["metadata"]["name"]: pod for pod in members(install)}
     old_name, other_name = primary_and_replica(list(pods.values()))
     assert old_name, f"no primary to start from: {list(pods)}"
     assert other_name, f"no replica to start from: {list(pods)}"
     old_uid = pods[old_name]["metadata"]["uid"]
-    writers = Writers(
-        install, NAMESPACE, f"{NAME}-failover", (Target(PRIMARY_SERVICE, old_name),), cache=f"{NAME}-cache"
-    )
+    target = (Target(PRIMARY_SERVICE, old_name),)
+    writers = Writers(install, NAMESPACE, f"{NAME}-{label}", target, cache=f"{NAME}-cache")
     writers.start()
-    poller = start_polling(install, list(pods.values()), "failover")
+    poller = start_polling(install, list(pods.values()), label)
     mark = install.stack.audit.mark()
     since = time.time()
     began = time.monotonic()
-    install.kubectl("delete", "pod", "-n", NAMESPACE, old_name, "--wait=false")
+    done = act(pods[old_name])
 
     def by_name() -> dict[str, Obj]:
         now = members(install)
@@ -420,35 +421,103 @@ def failover(install: Install, rolled: Rolled) -> Failover:
     time.sleep(2)  # the poller asks both members once more after the writers are back
     polled = poller.answers()
     moments = hand_over(install.stack.audit.since(mark, namespace=NAMESPACE), old_name, since, writers.log(0))
-    outage = writers.outage("primary pod deleted, 2 members (Patroni hands over as it stops)", since, [0])
+    outage = writers.outage(step, since, [0])
     writers.targets = (Target(PRIMARY_SERVICE, other_name),)  # the rows are read on the new primary
     acked = writers.tally(0).acked
     lost = writers.lost(0)
     writers.stop()
     poller.stop()
-    return Failover(old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined, moments)
+    return HandOver(old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined, moments, done)
 
 
-def test_deleting_the_primary_pod_makes_the_standby_primary(failover: Failover) -> None:
+def report_hand_over(report: Report, what: str, step: HandOver) -> None:
+    report(
+        f"{what} {step.old} -> {step.new}: {step.done}primary after {step.seconds_to_new_primary:.1f} s, "
+        f"old one streaming after {step.seconds_to_rejoined:.1f} s; {step.moments}; polled {watched(step.polled)}"
+    )
+
+
+def drain_node(install: Install, pod: Obj) -> str:
+    """``kubectl drain`` of the primary's node as a person runs it (the writers and poller left out), then
+    uncordon: the evicted member's volume is on that node (node-bound), so it returns only there."""
+    node = pod["spec"]["nodeName"]
+    began = time.monotonic()
+    command = [
+        "drain",
+        node,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        f"--pod-selector=!{LABEL},!{POLLER_LABEL}",
+    ]
+    try:
+        result = install.stack.control_plane.kubectl().run(*command, "--timeout=300s", timeout=330)
+        assert result.returncode == 0, f"kubectl drain {node} failed: {result.stderr.strip()}"
+    finally:
+        install.kubectl("uncordon", node)
+    return f"{node} drained in {time.monotonic() - began:.1f} s; "
+
+
+@pytest.fixture(scope="module")
+def drained(install: Install, rolled: Rolled) -> HandOver:
+    _ = rolled  # after the rollout
+    return stop_primary(
+        install,
+        "drain of the primary's node, 2 members (node-bound volumes)",
+        "drain",
+        lambda pod: drain_node(install, pod),
+    )
+
+
+def test_draining_the_primarys_node_makes_the_standby_primary(drained: HandOver, report: Report) -> None:
+    report_hand_over(report, "drain", drained)
+    assert drained.new != drained.old
+
+
+def test_no_acknowledged_commit_is_lost_when_the_primarys_node_is_drained(drained: HandOver, outages: Record) -> None:
+    outages(drained.outage)
+    assert drained.acked > 0
+    assert drained.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_during_a_drain(drained: HandOver) -> None:
+    assert {each.answer for each in drained.polled if each.member == drained.new} >= {"t", "f"}, "no hand-over seen"
+    assert both_primary(drained.polled) == []
+    assert both_written(drained.polled) == []
+
+
+def delete_pod(install: Install, pod: Obj) -> str:
+    install.kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--wait=false")
+    return ""
+
+
+@pytest.fixture(scope="module")
+def failover(install: Install, drained: HandOver) -> HandOver:
+    _ = drained  # after the drain
+    return stop_primary(
+        install,
+        "primary pod deleted, 2 members (Patroni hands over as it stops)",
+        "failover",
+        lambda pod: delete_pod(install, pod),
+    )
+
+
+def test_deleting_the_primary_pod_makes_the_standby_primary(failover: HandOver) -> None:
     assert failover.new != failover.old
 
 
-def test_after_the_failover_the_primary_service_reaches_the_new_primary(install: Install, failover: Failover) -> None:
+def test_after_the_failover_the_primary_service_reaches_the_new_primary(install: Install, failover: HandOver) -> None:
     assert endpoints_of(install, PRIMARY_SERVICE) == [failover.new]
 
 
-def test_no_acknowledged_commit_is_lost_when_the_primary_pod_is_deleted(failover: Failover, outages: Record) -> None:
+def test_no_acknowledged_commit_is_lost_when_the_primary_pod_is_deleted(failover: HandOver, outages: Record) -> None:
     outages(failover.outage)
     assert failover.acked > 0
     assert failover.lost == frozenset()
 
 
-def test_the_two_members_never_both_answer_that_they_accept_writes(failover: Failover, report: Report) -> None:
+def test_the_two_members_never_both_answer_that_they_accept_writes(failover: HandOver, report: Report) -> None:
+    report_hand_over(report, "failover", failover)
     polled = failover.polled
-    report(
-        f"failover {failover.old} -> {failover.new}: primary after {failover.seconds_to_new_primary:.1f} s, "
-        f"old one streaming after {failover.seconds_to_rejoined:.1f} s; {failover.moments}; polled {watched(polled)}"
-    )
     assert {each.answer for each in polled if each.member == failover.new} >= {"t", "f"}, "the poller saw no failover"
     assert both_primary(polled) == []
     assert both_written(polled) == []
@@ -466,7 +535,7 @@ class Deleted:
 
 
 @pytest.fixture(scope="module")
-def deleted(install: Install, failover: Failover) -> Deleted:
+def deleted(install: Install, failover: HandOver) -> Deleted:
     """The ShardDB deleted once the failover step is over (its members as the failover left them)."""
     assert failover.new in {pod["metadata"]["name"] for pod in members(install)}
     mark = install.stack.audit.mark()
