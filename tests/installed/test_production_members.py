@@ -400,6 +400,8 @@ def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], s
     since = time.time()
     began = time.monotonic()
     done = act(pods[old_name])
+    if label == "drain":
+        done += f"pods evicted or deleted (s from the drain's start): {disruptions(install, mark, since)}; "
 
     def by_name() -> dict[str, Obj]:
         now = members(install)
@@ -428,6 +430,18 @@ def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], s
     writers.stop()
     poller.stop()
     return HandOver(old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined, moments, done)
+
+
+def disruptions(install: Install, mark: int, since: float) -> str:
+    """Every pod evicted or deleted anywhere from ``mark`` on, and its answer, in seconds from ``since``."""
+    writes = install.stack.audit.since(mark, ok=False)
+    picked = [
+        f"{w.at.timestamp() - since:+.1f} {w.verb}{'/' + w.subresource if w.subresource else ''} "
+        f"{w.namespace}/{w.name} {w.code}"
+        for w in writes
+        if w.resource == "pods" and (w.subresource == "eviction" or w.verb == "delete")
+    ]
+    return "; ".join(picked[:20])
 
 
 def report_hand_over(report: Report, what: str, step: HandOver) -> None:
