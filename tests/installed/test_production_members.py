@@ -226,6 +226,21 @@ def hand_over(writes: list[Write], stopped: str, since: float, writer_log: str) 
     )
 
 
+# Every member's stable name, for a client that finds the primary itself (libpq tries each in turn).
+EVERY_MEMBER = ",".join(f"{SHARD}-{member}.{SHARD}" for member in range(2))
+READ_WRITE = (("PGTARGETSESSIONATTRS", "read-write"),)
+
+
+def direct_writers(install: Install, label: str, primary: str) -> Writers:
+    """A writer given every member's address and ``target_session_attrs=read-write``, started: it does not wait
+    for the ``-primary`` Service to follow the role label."""
+    target = (Target(EVERY_MEMBER, primary),)
+    name = f"{NAME}-{label}-direct"
+    writers = Writers(install, NAMESPACE, name, target, env=READ_WRITE, table=f"acked_{label}_direct")
+    writers.start()
+    return writers
+
+
 def start_polling(install: Install, pods: list[Obj], step: str) -> Poller:
     """A poller on every member's address, once it hears the primary say f and the standby t."""
     poller = Poller(install, NAMESPACE, f"{POLLER}-{step}", PRIMARY_SERVICE)
@@ -262,6 +277,8 @@ class Rolled:
     moments: str
     seconds: float
     jobs_left: list[str]
+    direct: Outage  # the client given every member's address
+    lost_by_any: frozenset[int]  # -1: the direct client had nothing acknowledged
 
 
 @pytest.fixture(scope="module")
@@ -273,8 +290,9 @@ def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
     assert standby, [pod["metadata"]["name"] for pod in pods]
     changes = leader_changes(install)
     target = (Target(PRIMARY_SERVICE, primary),)
-    writers = Writers(install, NAMESPACE, f"{NAME}-rollout", target, cache=f"{NAME}-cache")
+    writers = Writers(install, NAMESPACE, f"{NAME}-rollout", target, cache=f"{NAME}-cache", table="acked_rollout")
     writers.start()
+    direct = direct_writers(install, "rollout", primary)
     poller = start_polling(install, pods, "rollout")
     mark = install.stack.audit.mark()
     since = time.time()
@@ -311,7 +329,9 @@ def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
     after, _ = primary_and_replica(now)
     outage = writers.outage("rollout of `dbImage`, 2 members (the standby first, one hand-over)", since, [0])
     moments = hand_over(writes, primary, since, writers.log(0))
+    direct_outage = direct.outage(f"{outage.step}: a client given every member, read-write", since, [0])
     writers.targets = (Target(PRIMARY_SERVICE, after),)  # the rows are read on the new primary
+    direct.targets = (Target(EVERY_MEMBER, after),)
     acked = writers.tally(0).acked
     done = Rolled(
         (primary, standby),
@@ -326,8 +346,11 @@ def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
         moments,
         seconds,
         rollout_jobs(),
+        direct_outage,
+        writers.lost(0) | direct.lost(0) if direct.tally(0).acked else frozenset({-1}),
     )
     writers.stop()
+    direct.stop()
     poller.stop()
     return done
 
@@ -355,8 +378,10 @@ def test_the_rollout_job_is_gone_once_every_member_rolled(rolled: Rolled) -> Non
 
 def test_no_acknowledged_commit_is_lost_in_a_rollout(rolled: Rolled, outages: Record) -> None:
     outages(rolled.outage)
+    outages(rolled.direct)
     assert rolled.acked > 0
     assert rolled.lost == frozenset()
+    assert rolled.lost_by_any == frozenset()
 
 
 def test_no_two_members_accept_writes_at_once_during_a_rollout(rolled: Rolled) -> None:
@@ -382,6 +407,7 @@ class HandOver:
     seconds_to_rejoined: float
     moments: str
     done: str  # what the step's action said of itself
+    direct: Outage  # the client given every member's address
 
 
 def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], str]) -> HandOver:
@@ -393,8 +419,9 @@ def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], s
     assert other_name, f"no replica to start from: {list(pods)}"
     old_uid = pods[old_name]["metadata"]["uid"]
     target = (Target(PRIMARY_SERVICE, old_name),)
-    writers = Writers(install, NAMESPACE, f"{NAME}-{label}", target, cache=f"{NAME}-cache")
+    writers = Writers(install, NAMESPACE, f"{NAME}-{label}", target, cache=f"{NAME}-cache", table=f"acked_{label}")
     writers.start()
+    direct = direct_writers(install, label, old_name)
     poller = start_polling(install, list(pods.values()), label)
     mark = install.stack.audit.mark()
     since = time.time()
@@ -424,12 +451,17 @@ def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], s
     polled = poller.answers()
     moments = hand_over(install.stack.audit.since(mark, namespace=NAMESPACE), old_name, since, writers.log(0))
     outage = writers.outage(step, since, [0])
+    direct_outage = direct.outage(f"{step}: a client given every member, read-write", since, [0])
     writers.targets = (Target(PRIMARY_SERVICE, other_name),)  # the rows are read on the new primary
+    direct.targets = (Target(EVERY_MEMBER, other_name),)
     acked = writers.tally(0).acked
-    lost = writers.lost(0)
+    lost = writers.lost(0) | (direct.lost(0) if direct.tally(0).acked else frozenset({-1}))
     writers.stop()
+    direct.stop()
     poller.stop()
-    return HandOver(old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined, moments, done)
+    return HandOver(
+        old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined, moments, done, direct_outage
+    )
 
 
 def disruptions(install: Install, mark: int, since: float) -> str:
@@ -489,6 +521,7 @@ def test_draining_the_primarys_node_makes_the_standby_primary(drained: HandOver,
 
 def test_no_acknowledged_commit_is_lost_when_the_primarys_node_is_drained(drained: HandOver, outages: Record) -> None:
     outages(drained.outage)
+    outages(drained.direct)
     assert drained.acked > 0
     assert drained.lost == frozenset()
 
@@ -525,6 +558,7 @@ def test_after_the_failover_the_primary_service_reaches_the_new_primary(install:
 
 def test_no_acknowledged_commit_is_lost_when_the_primary_pod_is_deleted(failover: HandOver, outages: Record) -> None:
     outages(failover.outage)
+    outages(failover.direct)
     assert failover.acked > 0
     assert failover.lost == frozenset()
 

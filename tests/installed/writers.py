@@ -30,14 +30,14 @@ LABEL = "sharddb-test/writer"
 TABLE = "acked"
 CACHE = "cache"
 # A new connection per attempt, each bounded: a connection to an address that went away fails in 2 s.
-SHARD_SCRIPT = f"""
-until psql -qAt -h "$HOST" -U postgres -c 'create table if not exists {TABLE} (n int primary key)' >/dev/null 2>&1
+SHARD_SCRIPT = """
+until psql -qAt -h "$HOST" -U postgres -c "create table if not exists $TABLE (n int primary key)" >/dev/null 2>&1
 do sleep 0.5; done
 echo ready
 i=0
 while true; do
   i=$((i + 1))
-  if PGCONNECT_TIMEOUT=2 timeout 3 psql -qAt -h "$HOST" -U postgres -c "insert into {TABLE} values ($i)" >/dev/null 2>&1
+  if PGCONNECT_TIMEOUT=2 timeout 3 psql -qAt -h "$HOST" -U postgres -c "insert into $TABLE values ($i)" >/dev/null 2>&1
   then echo "ack $i $(date +%s.%N)"
   else echo "fail $i $(date +%s.%N)"
   fi
@@ -151,6 +151,8 @@ class Writers:
     targets: tuple[Target, ...]
     cache: str | None = None
     node: str | None = None  # keep the writers on this node (out of a step that stops another)
+    env: tuple[tuple[str, str], ...] = ()  # libpq's settings for every shard writer (PGTARGETSESSIONATTRS, ...)
+    table: str = TABLE  # a table each for writers of one shard beside or after each other (numbers restart)
     started: bool = field(default=False, init=False)
 
     @classmethod
@@ -181,7 +183,12 @@ class Writers:
                     "name": "writer",
                     "image": image,
                     "command": ["bash", "-c", script],
-                    "env": [{"name": "PGPASSWORD", "value": PASSWORD}, {"name": "HOST", "value": host}],
+                    "env": [
+                        {"name": "PGPASSWORD", "value": PASSWORD},
+                        {"name": "HOST", "value": host},
+                        {"name": "TABLE", "value": self.table},
+                        *({"name": key, "value": value} for key, value in self.env if writer != CACHE),
+                    ],
                 }
             ],
         }
@@ -225,7 +232,7 @@ class Writers:
     def stored(self, shard: int) -> frozenset[int]:
         out = self.install.kubectl(
             "exec", "-n", self.namespace, self.targets[shard].pod, "-c", "db", "--",
-            "psql", "-qAt", "-U", "postgres", "-c", f"select n from {TABLE}",
+            "psql", "-qAt", "-U", "postgres", "-c", f"select n from {self.table}",
         )  # fmt: skip
         return frozenset(int(line) for line in out.split())
 
