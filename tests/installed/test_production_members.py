@@ -17,10 +17,12 @@ the cache gone before any member stops, and Patroni's ConfigMaps removed by the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 import yaml
@@ -201,8 +203,9 @@ def leader_changes(install: Install) -> int:
 
 
 def hand_over(writes: list[Write], stopped: str, since: float, writer_log: str) -> str:
-    """Where a hand-over's client time went, from the audit log and the writer: each moment after the old
-    primary was told to stop (its eviction or deletion), in seconds."""
+    """Where a hand-over's client time went, from the audit log and the writer: the longest gap between two
+    acknowledged writes, and the ``-primary`` EndpointSlice's writes, in seconds after the old primary was
+    told to stop (its eviction or deletion)."""
     told = [
         w.at.timestamp()
         for w in writes
@@ -214,16 +217,33 @@ def hand_over(writes: list[Write], stopped: str, since: float, writer_log: str) 
         for w in writes
         if w.resource == "endpointslices" and w.name.startswith(f"{PRIMARY_SERVICE}-") and w.at.timestamp() >= zero
     ]
-    acks = [float(line.split()[2]) - zero for line in writer_log.splitlines() if line.startswith("ack ")]
-    fails = [float(line.split()[2]) - zero for line in writer_log.splitlines() if line.startswith("fail ")]
-    before = max((t for t in acks if t < 0), default=float("nan"))
-    after = min((t for t in acks if t >= 0), default=float("nan"))
-    failed = [f"{t:+.1f}" for t in fails if before <= t <= after]
+    lines = [line.split() for line in writer_log.splitlines() if line.startswith(("ack ", "fail "))]
+    acks = sorted(float(parts[2]) - zero for parts in lines if parts[0] == "ack")
+    gaps = [(later - earlier, earlier, later) for earlier, later in itertools.pairwise(acks) if later > -1]
+    _, begun, ended = max(gaps, default=(0.0, float("nan"), float("nan")))
+    failed = [f"{float(parts[2]) - zero:+.1f}" for parts in lines if parts[0] == "fail"]
+    failed = [when for when in failed if begun <= float(when) <= ended]
     return (
-        f"{stopped} told to stop at 0; -primary's EndpointSlice written at "
-        f"{', '.join(f'{t:+.1f}' for t in slices[:4]) or 'never'}; writer: last ack {before:+.1f}, "
-        f"failed attempts ended at {', '.join(failed) or 'none'}, first ack after {after:+.1f}"
+        f"{stopped} told to stop at 0 ({zero - since:+.1f} s from the step's start); -primary's EndpointSlice at "
+        f"{', '.join(f'{t:+.1f}' for t in slices[:4]) or 'never'}; the writer's longest gap from {begun:+.1f} "
+        f"to {ended:+.1f} (attempts failed at {', '.join(failed) or 'none'})"
     )
+
+
+def patroni_says(install: Install, pod: str, since: float) -> str:
+    """What ``pod``'s Patroni logged of roles from ``since`` on, each line timed from it: its side of a hand-over."""
+    log = install.kubectl("logs", "-n", NAMESPACE, pod, "-c", "db", "--timestamps", check=False)
+    words = ("leader", "promot", "demot", "shut", "lock", "following")
+    picked = []
+    for line in log.splitlines():
+        stamp, _, text = line.partition(" ")
+        try:
+            at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            continue
+        if at >= since - 1 and any(word in text.lower() for word in words):
+            picked.append(f"{at - since:+.1f} {text.strip()[-90:]}")
+    return " | ".join(picked[:8])
 
 
 # Every member's stable name, for a client that finds the primary itself (libpq tries each in turn).
@@ -329,6 +349,7 @@ def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
     after, _ = primary_and_replica(now)
     outage = writers.outage("rollout of `dbImage`, 2 members (the standby first, one hand-over)", since, [0])
     moments = hand_over(writes, primary, since, writers.log(0))
+    moments += f"; the new primary's Patroni, from the step's start: {patroni_says(install, after, since)}"
     direct_outage = direct.outage(f"{outage.step}: a client given every member, read-write", since, [0])
     writers.targets = (Target(PRIMARY_SERVICE, after),)  # the rows are read on the new primary
     direct.targets = (Target(EVERY_MEMBER, after),)
@@ -450,6 +471,7 @@ def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], s
     time.sleep(2)  # the poller asks both members once more after the writers are back
     polled = poller.answers()
     moments = hand_over(install.stack.audit.since(mark, namespace=NAMESPACE), old_name, since, writers.log(0))
+    moments += f"; the new primary's Patroni, from the step's start: {patroni_says(install, other_name, since)}"
     outage = writers.outage(step, since, [0])
     direct_outage = direct.outage(f"{step}: a client given every member, read-write", since, [0])
     writers.targets = (Target(PRIMARY_SERVICE, other_name),)  # the rows are read on the new primary
