@@ -236,7 +236,7 @@ class Member:
         )
 
     def logs(self, lines: int = 40) -> str:
-        """The container's last ``lines`` lines (Patroni's log and its children's stderr, pg_basebackup's among them)."""
+        """The container's last ``lines`` lines: Patroni's log and its children's stderr (pg_basebackup's)."""
         done = subprocess.run(["podman", "logs", "--tail", str(lines), self.container], capture_output=True, text=True)
         return done.stdout + done.stderr
 
