@@ -226,14 +226,17 @@ def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
     per-shard names; any change of shape once shards exist, except growing 2 members to 3.
     Going from one member to two would have to move a single copy's data into a cluster
     Patroni bootstraps itself; the hooks cannot do that safely, so they say so instead.
-    Last, ``PGPASSWORD`` in the members' env (``_password_refusal``).
+    Last, ``PGPASSWORD`` in the members' env (``_password_refusal``): a shape refusal's message
+    comes first, but the members are held whenever the variable is asked of them.
     """
     outcome = _decide_shape(parent, spec, observed)
     if not sets_pgpassword(spec):
         return outcome
     kept = observed.plan
     if kept is not None and kept.patroni:
-        # Shards with members run on, as they are: none is rolled, grown or added with the variable.
+        # Shards with members run on as they are: an edit of the spec rolls the members
+        # (``template_choice``), so without the hold the next one would give them the variable,
+        # and a standby restarted with it could not stream; none is rolled, grown or added.
         return Outcome(kept, outcome.refusal or _password_refusal(kept.members), hold=True)
     if kept is None and spec.replication.members >= 2:
         return Outcome(None, outcome.refusal or _password_refusal(spec.replication.members))
