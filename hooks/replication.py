@@ -236,7 +236,9 @@ def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
     if kept is not None and kept.patroni:
         # Shards with members run on as they are: an edit of the spec rolls the members
         # (``template_choice``), so without the hold the next one would give them the variable,
-        # and a standby restarted with it could not stream; none is rolled, grown or added.
+        # and a standby restarted with it would not stream either (its walreceiver is libpq too,
+        # and Patroni passes its environment to PostgreSQL: read in its source, not run); none is
+        # rolled, grown or added.
         return Outcome(kept, outcome.refusal or _password_refusal(kept.members), hold=True)
     if kept is None and spec.replication.members >= 2:
         return Outcome(None, outcome.refusal or _password_refusal(spec.replication.members))
@@ -252,13 +254,14 @@ def _password_refusal(members: int) -> Refusal:
     """Refused rather than dropped from the members' env: the hooks never quietly edit what a user set.
 
     Seen with Patroni 4.1.5 (the Patroni tier's ``test_pgpassword.py``): Patroni gives its
-    ``pg_basebackup`` (and ``pg_rewind``, and the standby's PostgreSQL, whose walreceiver is a
-    libpq client too) its whole environment plus a password file for the replication user, and
+    ``pg_basebackup`` its whole environment plus a password file for the replication user, and
     libpq takes ``PGPASSWORD`` before any password file, so a standby logs in as the replication
-    user with the superuser's password and never clones. Keeping the variable for the seed Job
-    alone would make the members' env differ from the spec without a word, and break a user's own
-    scripts in the member that read it; ``POSTGRES_PASSWORD`` already gives the default seed the
-    same password and no libpq client in a member reads it.
+    user with the superuser's password and never clones. By Patroni's source the same holds for
+    ``pg_rewind`` and for a standby's walreceiver (PostgreSQL gets Patroni's environment too).
+    Keeping the variable for the seed Job alone would make the members' env differ from the spec
+    without a word, and break a user's own scripts in the member that read it;
+    ``POSTGRES_PASSWORD`` already gives the default seed the same password, and no libpq client in
+    a member reads it.
     """
     return Refusal(
         PASSWORD_REFUSED,
