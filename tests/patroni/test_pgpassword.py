@@ -3,7 +3,7 @@
 Patroni writes the replication user's password to its password file and hands ``pg_basebackup`` the
 file (``PGPASSFILE``) but keeps the rest of its own environment; libpq reads ``PGPASSWORD`` before
 any password file. Seen here on both images rather than taken from the source: the cause of the
-hooks' ``PasswordUnsupported`` refusal (``hooks.replication``). The same members without it clone and
+hooks' ``ReplicationPasswordRefused`` (``hooks.replication``). The same members without it clone and
 stream (``test_members.py``).
 """
 
