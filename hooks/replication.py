@@ -20,6 +20,9 @@ from .spec import MAX_MEMBERS, ShardDBSpec
 
 MEMBERS_FIELD = "spec.replication.members"
 SYNCHRONOUS_FIELD = "spec.replication.synchronous"
+# libpq's password variable: refused in the members' env (``_password_refusal`` says why).
+PGPASSWORD = "PGPASSWORD"
+PGPASSWORD_FIELD = f"spec.db.env[{PGPASSWORD}]"
 
 # Recorded on each shard's StatefulSet, so the shape a shard was made with is read from the
 # cluster, never from a status that may lag (``Observed.from_annotations``).
@@ -110,8 +113,9 @@ class Observed:
 UNSUPPORTED = "ReplicationUnsupported"
 NAME_TOO_LONG = "ReplicationNameTooLong"
 CHANGE_REFUSED = "ReplicationChangeRefused"
+PASSWORD_REFUSED = "ReplicationPasswordRefused"
 # Every reason a refusal gives: Degraded's reason, each documented (``docs/api/status.md``).
-REFUSAL_REASONS = (UNSUPPORTED, NAME_TOO_LONG, CHANGE_REFUSED)
+REFUSAL_REASONS = (UNSUPPORTED, NAME_TOO_LONG, CHANGE_REFUSED, PASSWORD_REFUSED)
 
 
 @dataclass(frozen=True)
@@ -124,10 +128,15 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What to render (None: no shard at all) and, when the spec is not honoured, why."""
+    """What to render (None: no shard at all) and, when the spec is not honoured, why.
+
+    ``hold``: each shard with members keeps the member template it runs, and no new shard is made,
+    whatever else the spec asks; set when rendering the spec would start members that cannot clone.
+    """
 
     plan: Plan | None
     refusal: Refusal | None = None
+    hold: bool = False
 
 
 def record(plan: Plan) -> dict[str, str]:
@@ -217,7 +226,54 @@ def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
     per-shard names; any change of shape once shards exist, except growing 2 members to 3.
     Going from one member to two would have to move a single copy's data into a cluster
     Patroni bootstraps itself; the hooks cannot do that safely, so they say so instead.
+    Last, ``PGPASSWORD`` in the members' env (``_password_refusal``): a shape refusal's message
+    comes first, but the members are held whenever the variable is asked of them.
     """
+    outcome = _decide_shape(parent, spec, observed)
+    if not sets_pgpassword(spec):
+        return outcome
+    kept = observed.plan
+    if kept is not None and kept.patroni:
+        # Shards with members run on as they are: an edit of the spec rolls the members
+        # (``template_choice``), so without the hold the next one would give them the variable,
+        # and a standby restarted with it would not stream either (its walreceiver is libpq too,
+        # and Patroni passes its environment to PostgreSQL: read in its source, not run); none is
+        # rolled, grown or added.
+        return Outcome(kept, outcome.refusal or _password_refusal(kept.members), hold=True)
+    if kept is None and spec.replication.members >= 2:
+        return Outcome(None, outcome.refusal or _password_refusal(spec.replication.members))
+    return outcome  # single copies: PGPASSWORD is harmless there, and the default seed reads it
+
+
+def sets_pgpassword(spec: ShardDBSpec) -> bool:
+    """``spec.db.env`` names ``PGPASSWORD`` (a value or a reference alike: the members would get it)."""
+    return any(isinstance(var, dict) and var.get("name") == PGPASSWORD for var in spec.db.env)
+
+
+def _password_refusal(members: int) -> Refusal:
+    """Refused rather than dropped from the members' env: the hooks never quietly edit what a user set.
+
+    Seen with Patroni 4.1.5 (the Patroni tier's ``test_pgpassword.py``): Patroni gives its
+    ``pg_basebackup`` its whole environment plus a password file for the replication user, and
+    libpq takes ``PGPASSWORD`` before any password file, so a standby logs in as the replication
+    user with the superuser's password and never clones. By Patroni's source the same holds for
+    ``pg_rewind`` and for a standby's walreceiver (PostgreSQL gets Patroni's environment too).
+    Keeping the variable for the seed Job alone would make the members' env differ from the spec
+    without a word, and break a user's own scripts in the member that read it;
+    ``POSTGRES_PASSWORD`` already gives the default seed the same password, and no libpq client in
+    a member reads it.
+    """
+    return Refusal(
+        PASSWORD_REFUSED,
+        f"{PGPASSWORD_FIELD} is set, but with {MEMBERS_FIELD} {members} every member would get it, and "
+        "libpq reads it before Patroni's password file: a standby's pg_basebackup would log in as the "
+        "replication user with it and never clone; remove it and set POSTGRES_PASSWORD (read by the "
+        "default seed) instead; shards that exist keep running as they are",
+    )
+
+
+def _decide_shape(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
+    """``decide`` for the shape alone: the engine, the name's length and changes of members or synchronous."""
     asked = Plan(spec.replication.members, spec.replication.synchronous if spec.replication.members >= 2 else False)
     kept = observed.plan
     if asked.patroni and engine(spec.db_image) is not Engine.POSTGRESQL:

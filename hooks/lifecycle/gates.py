@@ -51,7 +51,7 @@ def sync(snap: Snapshot) -> Decision:
     member_rollout = False
     if outcome.plan is not None and outcome.plan.patroni:
         edited = template_choice.edited(snap.generation, snap.answered_generation)
-        sets, held_back = shard_facts.choose_sets(snap, outcome.plan, shards, edited)
+        sets, held_back = shard_facts.choose_sets(snap, outcome.plan, shards, edited, outcome.hold)
         chosen = replace(chosen, db=template_choice.Choice(chosen.db.template, waiting=held_back))
         plan = rollout.rolling_sets(snap, sets, shards, ready, all_registered, chosen)
         member_rollout = plan.shards_rolling  # OnDelete: nothing rolls unless the Job evicts

@@ -57,12 +57,18 @@ def sets_settled(snap: Snapshot) -> bool:
     return all(each.statefulset.rollout.settled(each.statefulset.replicas) for each in snap.shard_sets)
 
 
-def choose_sets(snap: Snapshot, plan: Plan, shards: int, may_lag: bool) -> tuple[tuple[ShardSetAnswer, ...], bool]:
+def choose_sets(
+    snap: Snapshot, plan: Plan, shards: int, may_lag: bool, hold: bool = False
+) -> tuple[tuple[ShardSetAnswer, ...], bool]:
     """Each shard's StatefulSet: a running one keeps its member template until its user asks for a change.
 
     The same rule as today's StatefulSet (``template_choice``), per shard: upgrading the hooks
     restarts no member. Returns the sets and whether a newer template waits on any of them.
+    ``hold`` (a refusal's, ``replication.Outcome.hold``): every observed set as it runs, template
+    and record, even when asked to roll, and no new one; none is left out, so none is deleted.
     """
+    if hold:
+        return held_sets(snap, plan), False
     base = pod_templates.db_template(snap.name, snap.spec)
     made_now = made(snap, template_choice.inputs(snap.spec, names.DB))
     answers = []
@@ -80,6 +86,24 @@ def choose_sets(snap: Snapshot, plan: Plan, shards: int, may_lag: bool) -> tuple
         waiting = waiting or choice.waiting
         answers.append(ShardSetAnswer(shard, plan.members, choice.template, made_now, view.claim_templates))
     return tuple(answers), waiting
+
+
+def held_sets(snap: Snapshot, plan: Plan) -> tuple[ShardSetAnswer, ...]:
+    """Every observed shard StatefulSet with its template and record as they are, at ``plan``'s member count.
+
+    The record stays the one it was made with, so the change the spec asks is still pending once
+    the refusal is lifted, and rolls then by the usual rule.
+    """
+    return tuple(
+        ShardSetAnswer(
+            each.shard,
+            plan.members,
+            each.statefulset.held_template(),
+            each.statefulset.made,
+            each.statefulset.claim_templates,
+        )
+        for each in snap.shard_sets
+    )
 
 
 def stopping_sets(snap: Snapshot, keep: bool) -> tuple[ShardSetAnswer, ...]:

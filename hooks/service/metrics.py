@@ -47,6 +47,7 @@ DEGRADED_REASONS = frozenset(
         "NodeLost",
         "ReplicationChangeRefused",
         "ReplicationNameTooLong",
+        "ReplicationPasswordRefused",
         "ReplicationUnsupported",
         "SeedFailed",
         "SeedPodsFailing",

@@ -224,6 +224,49 @@ def test_fewer_members_asked_of_running_shards_is_refused_and_no_child_goes() ->
     assert child(body["children"], "StatefulSet", "demo-db-0")["spec"]["replicas"] == 3
 
 
+PGPASSWORD = {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": "demo-db", "key": "password"}}}
+
+
+def with_pgpassword(**fields: Any) -> Obj:
+    """The parent with ``PGPASSWORD`` added to ``spec.db.env``, as examples/sharddb.yaml would give it."""
+    return parent({"db": {"env": [PGPASSWORD]}, **fields})
+
+
+def member_templates(children: list[Obj]) -> dict[str, Obj]:
+    return {each["metadata"]["name"]: each["spec"]["template"] for each in children if each["kind"] == "StatefulSet"}
+
+
+def test_pgpassword_with_members_is_degraded_naming_the_field_and_makes_no_shard() -> None:
+    body = answer(request(with_pgpassword()))
+    degraded = condition(body, "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", replication.PASSWORD_REFUSED)
+    assert "spec.db.env[PGPASSWORD]" in degraded["message"]
+    assert "POSTGRES_PASSWORD" in degraded["message"]
+    assert not any(each["kind"] == "StatefulSet" for each in body["children"])
+
+
+def test_pgpassword_added_to_running_shards_rolls_no_member_and_no_child_goes() -> None:
+    running = STAGES["running"]["children"]
+    body = answer(request(with_pgpassword(), applied(running), marks()))
+    assert condition(body, "Degraded")["reason"] == replication.PASSWORD_REFUSED
+    assert kinds_named(running) <= kinds_named(body["children"])
+    assert member_templates(body["children"]) == member_templates(running)
+
+
+def test_pgpassword_added_to_running_shards_is_held_even_when_a_roll_is_asked() -> None:
+    running = STAGES["running"]["children"]
+    asked = with_pgpassword()
+    asked["metadata"]["annotations"] = {names.APPLY_TEMPLATES_ANNOTATION: "now"}
+    body = answer(request(asked, applied(running), marks()))
+    assert member_templates(body["children"]) == member_templates(running)
+
+
+def test_running_shards_refused_for_pgpassword_get_no_new_shard() -> None:
+    running = STAGES["running"]["children"]
+    body = answer(request(with_pgpassword(shards=3), applied(running), marks()))
+    assert set(member_templates(body["children"])) == {"demo-db-0", "demo-db-1"}
+
+
 def test_two_members_grow_to_three_in_place() -> None:
     body = answer(request(parent(members_count=3), applied(STAGES["running"]["children"]), marks()))
     assert condition(body, "Degraded")["status"] == "False"

@@ -26,6 +26,7 @@ from hooks.replication import (
     decide,
     shard_health,
 )
+from hooks.spec import ShardDBSpec
 from testbed.models.metacontroller import difference, for_create, needs_update
 from testbed.models.world import World, bring_up, sharddb
 
@@ -613,3 +614,59 @@ def test_every_address_needs_a_password() -> None:
     rules = config(rendered())["postgresql"]["pg_hba"]
     assert all(rule.endswith(" scram-sha-256") for rule in rules if rule.startswith("host"))
     assert [rule for rule in rules if not rule.startswith("host")] == ["local all all trust"]
+
+
+# --- PGPASSWORD in the members' env ---------------------------------------------------------------
+
+SUPERUSER_PASSWORD = {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": "demo-db", "key": "password"}}}
+
+
+def with_pgpassword(count: int) -> ShardDBSpec:
+    return spec(replication={"members": count}, db={"env": [SUPERUSER_PASSWORD]})
+
+
+def test_pgpassword_with_members_is_refused_naming_the_field_and_what_to_use() -> None:
+    outcome = decide("demo", with_pgpassword(2), Observed())
+    assert outcome.refusal is not None
+    assert outcome.refusal.reason == "ReplicationPasswordRefused"
+    assert outcome.refusal.message.startswith("spec.db.env[PGPASSWORD] is set")
+    assert "POSTGRES_PASSWORD" in outcome.refusal.message
+
+
+def test_a_new_sharddb_refused_for_pgpassword_gets_no_shards() -> None:
+    assert decide("demo", with_pgpassword(2), Observed()).plan is None
+
+
+def test_running_shards_refused_for_pgpassword_are_held_as_they_run() -> None:
+    outcome = decide("demo", with_pgpassword(2), Observed(members=2, synchronous=True))
+    assert (outcome.plan, outcome.hold) == (TWO, True)
+    assert outcome.refusal is not None
+    assert outcome.refusal.reason == replication.PASSWORD_REFUSED
+
+
+def test_running_shards_refused_for_pgpassword_do_not_grow() -> None:
+    outcome = decide("demo", with_pgpassword(3), Observed(members=2, synchronous=True))
+    assert (outcome.plan, outcome.hold) == (TWO, True)
+
+
+def test_a_refusal_of_the_shape_comes_before_pgpassword_and_still_holds_the_members() -> None:
+    outcome = decide("demo", with_pgpassword(1), Observed(members=2, synchronous=True))
+    assert outcome.refusal is not None
+    assert outcome.refusal.reason == replication.CHANGE_REFUSED
+    assert (outcome.plan, outcome.hold) == (TWO, True)
+
+
+def test_pgpassword_with_one_member_is_not_refused() -> None:
+    assert decide("demo", with_pgpassword(1), Observed()) == replication.Outcome(SINGLE_COPY)
+
+
+def test_pgpassword_on_single_copies_asked_for_members_is_refused_as_a_change_only() -> None:
+    outcome = decide("demo", with_pgpassword(2), Observed(single_copy=True))
+    assert outcome.refusal is not None
+    assert outcome.refusal.reason == replication.CHANGE_REFUSED
+    assert (outcome.plan, outcome.hold) == (SINGLE_COPY, False)
+
+
+def test_postgres_password_with_members_is_not_refused() -> None:
+    env = [{"name": "POSTGRES_PASSWORD", "value": "x"}, {"name": "PATRONI_SUPERUSER_PASSWORD", "value": "x"}]
+    assert decide("demo", spec(replication={"members": 2}, db={"env": env}), Observed()) == replication.Outcome(TWO)

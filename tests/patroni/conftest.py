@@ -22,7 +22,7 @@ from tools.image.patroni import RECIPE_NAME, PatroniImages, build_patroni_images
 from ..support.kube import Kube
 from ..support.markers import mark_folder
 from ..support.stacks import on_the_terminal
-from .members import Member, PodmanError, Shard, load, prepare, wait_for
+from .members import Member, PodmanError, Shard, load, prepare, start_member, wait_for
 
 PARENT = "orders"
 # The recipe users build, then the same recipe made from Debian packages.
@@ -94,14 +94,10 @@ def shard(
     return prepare(kube, namespace, PARENT, control_plane.port, control_plane.ca_file, folder, image)
 
 
-def _member(shard: Shard, index: int) -> Member:
-    return Member(shard, index, f"sharddb-patroni-{os.getpid()}-{shard.namespace}-{index}")
-
-
 @pytest.fixture(scope="module")
 def leader(shard: Shard) -> Iterator[Member]:
     """The shard's first member, started alone: the one that bootstraps the cluster."""
-    member = _member(shard, 0)
+    member = start_member(shard, 0)
     try:
         yield member
     finally:
@@ -112,7 +108,7 @@ def leader(shard: Shard) -> Iterator[Member]:
 def standby(shard: Shard, leader: Member) -> Iterator[Member]:
     """A second member, started once the first leads."""
     wait_for(f"{leader.name} holds {shard.scope}-leader", lambda: shard.holder("leader") == leader.name, [leader])
-    member = _member(shard, 1)
+    member = start_member(shard, 1)
     try:
         yield member
     finally:

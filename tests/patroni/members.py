@@ -14,6 +14,7 @@ rendered configuration needs here.
 from __future__ import annotations
 
 import ipaddress
+import os
 import random
 import re
 import shutil
@@ -182,7 +183,8 @@ def member_env(shard: Shard, name: str, address: str) -> dict[str, str]:
 class Member:
     """One member: its Pod object in the API server and its container; ``remove()`` takes the container away."""
 
-    def __init__(self, shard: Shard, index: int, container: str) -> None:
+    def __init__(self, shard: Shard, index: int, container: str, env: dict[str, str] | None = None) -> None:
+        """``env`` is added to ``member_env``'s: what a user's ``spec.db.env`` would add to the pod's."""
         self.shard = shard
         self.name = f"{shard.scope}-{index}"
         self.container = container
@@ -196,7 +198,7 @@ class Member:
         response = shard.kube.create(pod, shard.namespace)
         assert response.status_code == 201, response.text
         try:
-            self._run(member_env(shard, self.name, self.address))
+            self._run({**member_env(shard, self.name, self.address), **(env or {})})
         except PodmanError:
             self.remove()  # a container that runc could not start is left created
             raise
@@ -234,6 +236,7 @@ class Member:
         )
 
     def logs(self, lines: int = 40) -> str:
+        """The container's last ``lines`` lines: Patroni's log and its children's stderr (pg_basebackup's)."""
         done = subprocess.run(["podman", "logs", "--tail", str(lines), self.container], capture_output=True, text=True)
         return done.stdout + done.stderr
 
@@ -245,6 +248,11 @@ class Member:
 
     def remove(self) -> None:
         subprocess.run(["podman", "rm", "--force", "--time", "10", self.container], capture_output=True, check=False)
+
+
+def start_member(shard: Shard, index: int, env: dict[str, str] | None = None) -> Member:
+    """Member ``index`` of the shard in a container named for this run and namespace, ``env`` added to its own."""
+    return Member(shard, index, f"sharddb-patroni-{os.getpid()}-{shard.namespace}-{index}", env)
 
 
 def wait_for(what: str, check: Callable[[], bool], members: list[Member], timeout: float = 300.0) -> None:
