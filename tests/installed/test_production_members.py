@@ -4,15 +4,15 @@ One shard, a primary and its synchronous standby, brought up by the real Metacon
 the hooks, on the Patroni image made from Debian's packages and PyPI (the Patroni tier's). The
 passwords come from a Secret through ``spec.db.env`` as a user sets them: Patroni's two, and
 ``POSTGRES_PASSWORD`` for the default seed, which logs in through the shard's ``-primary`` Service
-with it (no member reads that variable: the image's entrypoint starts Patroni, not the official
-entrypoint; ``PGPASSWORD`` would be read by every libpq client in the member, Patroni's
-``pg_basebackup`` and ``pg_rewind`` as the replication user included).
+with it (the hooks refuse ``PGPASSWORD`` with members: Patroni's ``pg_basebackup`` would read it).
 
-Then the step the issue's table calls "primary pod deleted": writers of the user's own count
-acknowledged commits through ``<name>-db-0-primary`` while the primary pod is deleted, and a
-poller asks each member ``pg_is_in_recovery()`` about every 100 ms (a new ``psql`` connection
-per question, by the members' addresses and the recreated member's DNS name). Then the deletion:
-the cache gone before any member stops, and Patroni's ConfigMaps removed by the cleanup Job.
+Then, in turn, the issue's steps: a rollout of ``dbImage`` (the standby first, one hand-over), a
+drain of the primary's node, the primary pod deleted, the standby deleted, the primary's postmaster
+killed. Through each, writers of the user's own count acknowledged commits, one through
+``<name>-db-0-primary`` and one given every member's address with ``target_session_attrs=read-write``
+(a table each), and a poller (``poller.py``) asks every address each member has had whether it
+accepts writes, about every 100 ms, and writes on each that says it does. Then the deletion: the
+cache gone before any member stops, and Patroni's ConfigMaps removed by the cleanup Job.
 """
 
 from __future__ import annotations
@@ -593,6 +593,134 @@ def test_the_two_members_never_both_answer_that_they_accept_writes(failover: Han
     assert both_written(polled) == []
 
 
+# --- a standby deleted, the primary's postmaster killed: no hand-over asked ----------------------------
+
+
+@dataclass(frozen=True)
+class Disturbed:
+    """A step that leaves the primary where it is, under writers and the poller."""
+
+    primary: str
+    changes: int  # primary changes Patroni's history gained
+    outage: Outage
+    direct: Outage
+    acked: int
+    lost: frozenset[int]
+    polled: list[Answer]
+    seconds: float  # until the primary runs and the standby streams again
+
+
+def disturb(install: Install, step: str, label: str, act: Callable[[Obj, Obj], None]) -> Disturbed:
+    """``act`` on (primary, standby) while writers and the poller watch; then wait for both to run as before."""
+    pods = {pod["metadata"]["name"]: pod for pod in members(install)}
+    primary, standby = primary_and_replica(list(pods.values()))
+    assert primary, f"no primary to start from: {list(pods)}"
+    assert standby, f"no replica to start from: {list(pods)}"
+    changes = leader_changes(install)
+    writers = Writers(
+        install, NAMESPACE, f"{NAME}-{label}", (Target(PRIMARY_SERVICE, primary),), table=f"acked_{label}"
+    )
+    writers.start()
+    direct = direct_writers(install, label, primary)
+    poller = start_polling(install, list(pods.values()), label)
+    since = time.time()
+    began = time.monotonic()
+    act(pods[primary], pods[standby])
+
+    def back() -> bool:
+        now = members(install)
+        poller.watch(now)
+        roles = sorted("primary" if running_primary(p) else "standby" if streaming_standby(p) else "?" for p in now)
+        ready = all(
+            c.get("status") == "True" for p in now for c in p["status"].get("conditions", []) if c["type"] == "Ready"
+        )
+        return roles == ["primary", "standby"] and ready
+
+    time.sleep(1)  # the step takes effect (a pod marked for deletion, a process gone) before "back" is asked
+    wait_until("a running primary and a streaming standby again", back, 300, every=0.5)
+    seconds = time.monotonic() - began
+    writers.wait_acknowledged()
+    direct.wait_acknowledged()
+    time.sleep(2)  # the poller asks every member once more after the writers are back
+    now_primary, _ = primary_and_replica(members(install))
+    outage = writers.outage(step, since, [0])
+    direct_outage = direct.outage(f"{step}: a client given every member, read-write", since, [0])
+    writers.targets = (Target(PRIMARY_SERVICE, now_primary),)
+    direct.targets = (Target(EVERY_MEMBER, now_primary),)
+    acked = writers.tally(0).acked
+    lost = writers.lost(0) | (direct.lost(0) if direct.tally(0).acked else frozenset({-1}))
+    polled = poller.answers()
+    for each in (writers, direct, poller):
+        each.stop()
+    return Disturbed(
+        now_primary, leader_changes(install) - changes, outage, direct_outage, len(acked), lost, polled, seconds
+    )
+
+
+@pytest.fixture(scope="module")
+def standby_deleted(install: Install, failover: HandOver) -> Disturbed:
+    _ = failover  # after the failover
+
+    def delete_standby(_: Obj, standby: Obj) -> None:
+        delete_pod(install, standby)
+
+    return disturb(install, "standby pod deleted, 2 members (writes go on)", "standby", delete_standby)
+
+
+def test_deleting_the_standby_moves_no_primary(standby_deleted: Disturbed, report: Report) -> None:
+    report(f"standby deleted: back in {standby_deleted.seconds:.1f} s; polled {watched(standby_deleted.polled)}")
+    assert standby_deleted.changes == 0
+
+
+def test_no_acknowledged_commit_is_lost_when_the_standby_is_deleted(
+    standby_deleted: Disturbed, outages: Record
+) -> None:
+    outages(standby_deleted.outage)
+    outages(standby_deleted.direct)
+    assert standby_deleted.acked > 0
+    assert standby_deleted.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_when_the_standby_is_deleted(standby_deleted: Disturbed) -> None:
+    assert both_primary(standby_deleted.polled) == []
+    assert both_written(standby_deleted.polled) == []
+
+
+def kill_postmaster(install: Install, pod: Obj) -> None:
+    """SIGKILL to the primary's postmaster (its pid is the first line of ``postmaster.pid``), as the OOM killer."""
+    pid_file = "/var/lib/postgresql/data/pgdata/postmaster.pid"
+    name = pod["metadata"]["name"]
+    install.kubectl("exec", "-n", NAMESPACE, name, "-c", "db", "--", "sh", "-c", f'kill -KILL "$(head -1 {pid_file})"')
+
+
+@pytest.fixture(scope="module")
+def postmaster_killed(install: Install, standby_deleted: Disturbed) -> Disturbed:
+    _ = standby_deleted  # after the standby's step
+
+    def kill(primary: Obj, _: Obj) -> None:
+        kill_postmaster(install, primary)
+
+    return disturb(install, "primary's postmaster SIGKILLed, 2 members", "postmaster", kill)
+
+
+def test_a_killed_postmaster_loses_no_acknowledged_commit(postmaster_killed: Disturbed, outages: Record) -> None:
+    outages(postmaster_killed.outage)
+    outages(postmaster_killed.direct)
+    assert postmaster_killed.acked > 0
+    assert postmaster_killed.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_when_the_postmaster_is_killed(
+    postmaster_killed: Disturbed, report: Report
+) -> None:
+    report(
+        f"postmaster killed: primary changes {postmaster_killed.changes}, back in {postmaster_killed.seconds:.1f} s; "
+        f"polled {watched(postmaster_killed.polled)}"
+    )
+    assert both_primary(postmaster_killed.polled) == []
+    assert both_written(postmaster_killed.polled) == []
+
+
 # --- the deletion ------------------------------------------------------------------------------
 
 
@@ -605,9 +733,9 @@ class Deleted:
 
 
 @pytest.fixture(scope="module")
-def deleted(install: Install, failover: HandOver) -> Deleted:
-    """The ShardDB deleted once the failover step is over (its members as the failover left them)."""
-    assert failover.new in {pod["metadata"]["name"] for pod in members(install)}
+def deleted(install: Install, postmaster_killed: Disturbed) -> Deleted:
+    """The ShardDB deleted once the last step is over (its members as that step left them)."""
+    assert postmaster_killed.primary in {pod["metadata"]["name"] for pod in members(install)}
     mark = install.stack.audit.mark()
     install.kubectl("-n", NAMESPACE, "delete", "sharddb", NAME, "--wait=false")
     wait_until(
