@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import last_applied, names, patroni, patroni_cleanup, pod_templates, replication, template_choice
+from . import clock, last_applied, names, patroni, patroni_cleanup, pod_templates, replication, template_choice
 from .last_applied import contains
 from .lifecycle import Decision
 from .replication import ShardHealth
@@ -134,8 +134,36 @@ def replication_status(plan: replication.Plan, health: tuple[tuple[int, ShardHea
             entry["syncStandby"] = each.sync_standby
         if each.streaming:
             entry["streaming"] = list(each.streaming)
+        if each.members:
+            entry["members"] = [_member_status(member) for member in each.members]
+        if each.last_failover is not None:
+            entry["lastFailover"] = _failover_status(each.last_failover)
         shards.append(entry)
     return {"members": plan.members, "synchronous": plan.synchronous, "shards": shards}
+
+
+def _member_status(member: replication.MemberState) -> Obj:
+    """What Patroni says of one member; what it has not said is left out, never guessed."""
+    out: Obj = {"name": member.name}
+    fields = {
+        "role": member.role,
+        "state": member.state,
+        "replicationState": member.replication_state,
+        "timeline": member.timeline,
+        "receiveLagBytes": member.receive_lag,
+        "replayLagBytes": member.replay_lag,
+    }
+    out.update((key, value) for key, value in fields.items() if value is not None)
+    return out
+
+
+def _failover_status(failover: replication.Failover) -> Obj:
+    out: Obj = {"timeline": failover.timeline, "reason": failover.reason}
+    if failover.at is not None:
+        out["at"] = clock.rfc3339(failover.at)
+    if failover.new_primary is not None:
+        out["newPrimary"] = failover.new_primary
+    return out
 
 
 def _meta(name: str, parent: str, component: str, annotations: dict[str, str] | None = None) -> Obj:

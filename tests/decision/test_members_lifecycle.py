@@ -169,6 +169,18 @@ def test_the_status_names_each_shards_primary_sync_standby_and_streaming_standby
         "primary": "demo-db-1-0",
         "syncStandby": "demo-db-1-1",
         "streaming": ["demo-db-1-1"],
+        "members": [
+            {"name": "demo-db-1-0", "role": "primary", "state": "running", "timeline": 1},
+            {
+                "name": "demo-db-1-1",
+                "role": "replica",
+                "state": "running",
+                "replicationState": "streaming",
+                "timeline": 1,
+                "receiveLagBytes": 0,
+                "replayLagBytes": 0,
+            },
+        ],
     }
 
 
