@@ -415,7 +415,7 @@ def _lag(head: int | None, position: int | None) -> int | None:
 
 @dataclass(frozen=True)
 class Failover:
-    """The last promotion Patroni recorded for a shard: a failover or a switchover, which its history does not tell apart.
+    """The last promotion Patroni recorded for a shard: a failover or a switchover (its history does not tell which).
 
     ``timeline`` is the one the new primary began (``patronictl history`` lists the one it ended,
     one less); ``reason`` is PostgreSQL's words from its timeline history file, as Patroni copies them.
@@ -513,11 +513,7 @@ class ShardHealth:
         """With a primary: the other live members that Patroni does not say stream (cloning, stopped, diverged)."""
         if self.primary is None:
             return ()
-        return tuple(
-            member
-            for member in self.members
-            if member.name != self.primary and not member.streams
-        )
+        return tuple(member for member in self.members if member.name != self.primary and not member.streams)
 
 
 def shard_health(

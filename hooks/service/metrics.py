@@ -55,6 +55,7 @@ DEGRADED_REASONS = frozenset(
         "ShardPodsMissing",
         "ShardsUnavailable",
         "ShrinkRefused",
+        "StandbyNotStreaming",
         "StorageImmutable",
         "TwoPrimaries",
     }
