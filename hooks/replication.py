@@ -598,9 +598,14 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+# Patroni reads each position as PostgreSQL's bigint: a larger number is none it wrote, and would not fit the status.
+_POSITION_LIMIT = 2**63
+
+
 def _position(value: object) -> int | None:
     """A count Patroni writes as a JSON integer (a WAL position, a timeline); anything else reads as unknown."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _POSITION_LIMIT
+    return value if ok and isinstance(value, int) else None
 
 
 def _patroni_status(text: object) -> dict[str, object]:

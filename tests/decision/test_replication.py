@@ -352,7 +352,7 @@ def test_a_members_timeline_and_wal_positions_are_read_as_patroni_writes_them() 
     )
 
 
-@pytest.mark.parametrize("written", ['"0/4000098"', "true", "-1", "1.5", "null"])
+@pytest.mark.parametrize("written", ['"0/4000098"', "true", "-1", "1.5", "null", str(2**63)])
 def test_a_wal_position_that_is_not_a_json_count_reads_as_unknown(written: str) -> None:
     seen = marked("demo-db-0-0", "primary", f'{{"state":"running","role":"primary","xlog_location":{written}}}')
     assert seen.xlog_location is None
