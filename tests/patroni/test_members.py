@@ -79,6 +79,8 @@ def test_the_hooks_read_the_primary_without_lag_and_a_paused_standby_with_the_la
         lambda: read(shard, leader, standby)[standby.name].streams,
         [leader, standby],
     )
+    # Patroni resumes a paused replay every loop on PostgreSQL 14+, except in maintenance mode.
+    leader.patronictl("pause", shard.scope, "--wait")
     standby.sql("SELECT pg_catalog.pg_wal_replay_pause()")
     try:
         leader.sql("CREATE TABLE lagged AS SELECT generate_series(1, 1000) AS id")
@@ -98,6 +100,7 @@ def test_the_hooks_read_the_primary_without_lag_and_a_paused_standby_with_the_la
         wait_for("both members' annotations to show PostgreSQL's positions", settled, [leader, standby])
     finally:
         standby.sql("SELECT pg_catalog.pg_wal_replay_resume()")
+        leader.patronictl("resume", shard.scope, "--wait")
     primary, follower = seen[leader.name], seen[standby.name]
     assert (primary.role, primary.state, primary.timeline) == (LEADER_LABEL_VALUE, "running", 1)
     assert (primary.receive_lag, primary.replay_lag) == (None, None)
