@@ -15,9 +15,11 @@ from hooks.lifecycle import decide
 from hooks.replication import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
 
 from ..support.replication import (
+    SWITCHED,
     answer,
     applied,
     child,
+    config_record,
     healthy,
     kinds_named,
     member_pod,
@@ -199,18 +201,6 @@ def member_entry(body: Obj, shard: int, name: str) -> Obj:
         each for each in body["status"]["replication"]["shards"][shard]["members"] if each["name"] == name
     )
     return found
-
-
-def config_record(shard: int, history: str) -> Obj:
-    """Patroni's ``<scope>-config`` ConfigMap, its ``history`` annotation as written."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": f"demo-db-{shard}-config", "namespace": "shop", "annotations": {"history": history}},
-    }
-
-
-SWITCHED = '[[1,50331808,"no recovery target specified","2026-05-05T05:01:02.345678+00:00","demo-db-1-0"]]'
 
 
 def test_the_status_shows_each_standbys_lag_behind_its_primary_in_bytes() -> None:

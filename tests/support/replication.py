@@ -211,6 +211,26 @@ def sync_record(shard: int, leader: int = 0, standby: int = 1) -> Obj:
     }
 
 
+def config_record(shard: int, history: str) -> Obj:
+    """Patroni's ``<scope>-config`` ConfigMap, its ``history`` annotation as written."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"demo-db-{shard}-config", "namespace": "shop", "annotations": {"history": history}},
+    }
+
+
+# Shard 1 switched over to member 0 once, as Patroni 4.1 records it in ``history``.
+SWITCHED = '[[1,50331808,"no recovery target specified","2026-05-05T05:01:02.345678+00:00","demo-db-1-0"]]'
+
+
+def failed_over() -> Obj:
+    """The running ShardDB's answer once shard 1 recorded a switchover: every status field written for members."""
+    running = stages()["running"]
+    marks = healthy() + [sync_record(s) for s in range(2)] + [primary_slice(s) for s in range(2)]
+    return answer(request(parent(), applied(running["children"]), [*marks, config_record(1, SWITCHED)]))
+
+
 def primary_slice(shard: int, member: int = 0, ready: bool = True) -> Obj:
     """The EndpointSlice of a shard's ``-primary`` Service, with its primary as an endpoint."""
     service = role_service_name("demo", shard, PRIMARY)
