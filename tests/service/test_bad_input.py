@@ -229,7 +229,7 @@ def test_patronis_malformed_marks_are_answered_leaving_out_what_they_would_say(c
 
     annotation, written = MALFORMED_MARKS[name]
     pods = healthy()
-    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo-db-0-config", "annotations": {}}}
+    config: Obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo-db-0-config", "annotations": {}}}
     if annotation == "status":
         pods[0]["metadata"]["annotations"]["status"] = written
     else:
