@@ -137,3 +137,20 @@ def test_a_switchover_by_patronictl_is_read_as_the_last_failover_naming_the_new_
         lambda: (state := read(shard, leader, standby)[leader.name]).streams and state.timeline == 2,
         [leader, standby],
     )
+
+
+def test_a_standby_rebuilt_by_patronictl_reinit_streams_again(shard: Shard, leader: Member, standby: Member) -> None:
+    """The runbook's command, flags as Patroni 4.1.5 takes them; after the switchover above, the first member is
+    the standby, and the second the primary."""
+    wait_for(
+        f"{standby.name} holds {shard.scope}-leader",
+        lambda: shard.holder("leader") == standby.name,
+        [leader, standby],
+    )
+    standby.patronictl("reinit", shard.scope, leader.name, "--force", "--wait")
+    wait_for(
+        f"{leader.name} streams again from {standby.name}",
+        lambda: read(shard, leader, standby)[leader.name].streams,
+        [leader, standby],
+    )
+    assert leader.name in standby.patronictl("list", "-e", shard.scope)
