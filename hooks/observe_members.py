@@ -1,5 +1,5 @@
 """Observe, for shards with members: each shard's StatefulSet, what Patroni marks on its pods and in its
-``-sync`` ConfigMap, and whether its primary is registered, reduced to ``ShardSetView``s.
+``-sync`` and ``-config`` ConfigMaps, and whether its primary is registered, reduced to ``ShardSetView``s.
 
 Patroni alone decides who is primary; this only reads what it wrote (``hooks/replication.py``
 says how each mark is read).
@@ -19,10 +19,12 @@ from .replication import (
     PRIMARY,
     SCOPE_LABEL,
     Endpoint,
+    Failover,
     MemberPod,
     Observed,
     Plan,
     SyncRecord,
+    config_config_map,
     registered,
     role_service_name,
     shard_health,
@@ -67,7 +69,9 @@ def shard_sets(
         sts = found[shard]
         record = records.get(sync_config_map(name, shard))
         sync = SyncRecord.from_config_map(msgspec.to_builtins(record) if record is not None else None)
-        health = shard_health(scope, plan, pods.get(scope, []), sync)
+        config = records.get(config_config_map(name, shard))
+        failover = Failover.from_config_map(msgspec.to_builtins(config) if config is not None else None)
+        health = shard_health(scope, plan, pods.get(scope, []), sync, failover)
         endpoints = _endpoints(slices, role_service_name(name, shard, PRIMARY))
         asked = asked_since(sts)
         members = by_scope.get(scope, [])

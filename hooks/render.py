@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import (
+    clock,
     last_applied,
     names,
     patroni,
@@ -148,8 +149,45 @@ def replication_status(plan: replication.Plan, health: tuple[tuple[int, ShardHea
             entry["syncStandby"] = each.sync_standby
         if each.streaming:
             entry["streaming"] = list(each.streaming)
+        if each.members:
+            entry["members"] = [_member_status(member) for member in each.members]
+        if each.last_failover is not None:
+            entry["lastFailover"] = _failover_status(each.last_failover)
         shards.append(entry)
     return {"members": plan.members, "synchronous": plan.synchronous, "shards": shards}
+
+
+def _member_status(member: replication.MemberState) -> Obj:
+    """What Patroni says of one member; what it has not said is left out, never guessed."""
+    out: Obj = {"name": member.name}
+    fields = {
+        "role": member.role,
+        "state": member.state,
+        "replicationState": member.replication_state,
+        "timeline": member.timeline,
+        "receiveLagMiB": _mib(member.receive_lag),
+        "replayLagMiB": _mib(member.replay_lag),
+    }
+    out.update((key, value) for key, value in fields.items() if value is not None)
+    return out
+
+
+MIB = 1024 * 1024
+
+
+def _mib(lag: int | None) -> int | None:
+    """Whole MiB, rounded down: a standby's position moves with every commit, and a status in bytes would be
+    written anew at every Patroni loop of a busy shard; in MiB it moves only when a standby falls behind."""
+    return None if lag is None else lag // MIB
+
+
+def _failover_status(failover: replication.Failover) -> Obj:
+    out: Obj = {"timeline": failover.timeline, "reason": failover.reason}
+    if failover.at is not None:
+        out["at"] = clock.rfc3339(failover.at)
+    if failover.new_primary is not None:
+        out["newPrimary"] = failover.new_primary
+    return out
 
 
 def _meta(name: str, parent: str, component: str, annotations: dict[str, str] | None = None) -> Obj:

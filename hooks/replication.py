@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from . import names
 from .spec import MAX_MEMBERS, ShardDBSpec
@@ -180,6 +181,11 @@ def primary_hosts(parent: str, shards: int) -> str:
 def sync_config_map(parent: str, shard: int) -> str:
     """Patroni's ``<scope>-sync`` ConfigMap of a shard: read by name, never a child."""
     return f"{shard_name(parent, shard)}-sync"
+
+
+def config_config_map(parent: str, shard: int) -> str:
+    """Patroni's ``<scope>-config`` ConfigMap of a shard, whose ``history`` annotation records each promotion."""
+    return f"{shard_name(parent, shard)}-config"
 
 
 # Patroni's ConfigMaps of a shard that the hooks watch, by name: they change rarely and say its state
@@ -349,6 +355,7 @@ ROLE_LABEL = f"{names.GROUP}/role"
 LEADER_LABEL_VALUE = "primary"
 FOLLOWER_LABEL_VALUE = "replica"
 STATUS_ANNOTATION = "status"
+HISTORY_ANNOTATION = "history"  # on ``<scope>-config``: each promotion's timeline, position, reason and time
 RUNNING = "running"
 STREAMING = "streaming"
 
@@ -358,11 +365,14 @@ READY = "Ready"
 NO_PRIMARY = "NoPrimary"
 NO_SYNC_STANDBY = "NoSyncStandby"
 TWO_PRIMARIES = "TwoPrimaries"
+# Not a shard's readiness but one member's: a standby of a shard with a primary that does not stream
+# from it (``hooks/trouble/roles.py`` says when it counts).
+STANDBY_NOT_STREAMING = "StandbyNotStreaming"
 
 
 @dataclass(frozen=True)
 class MemberPod:
-    """One observed member pod, as far as readiness needs it."""
+    """One observed member pod, as far as readiness and the status read it."""
 
     name: str
     role: str | None = None  # ROLE_LABEL, as Patroni set it
@@ -370,6 +380,11 @@ class MemberPod:
     deleting: bool = False  # it has a deletionTimestamp
     state: str | None = None  # Patroni's status annotation: PostgreSQL's state ("running", ...)
     replication_state: str | None = None  # and, on a standby, "streaming" or "in archive recovery"
+    timeline: int | None = None  # the timeline PostgreSQL runs on, as Patroni last read it
+    # WAL positions in bytes: the primary's current one; on a standby, the larger of the next two.
+    xlog_location: int | None = None
+    receive_lsn: int | None = None  # a standby's last WAL received from the primary
+    replay_lsn: int | None = None  # and the last it replayed, which its readers see
 
     @staticmethod
     def from_pod(pod: dict[str, object]) -> MemberPod:
@@ -390,7 +405,132 @@ class MemberPod:
             deleting=meta.get("deletionTimestamp") is not None,
             state=_text(status.get("state")),
             replication_state=_text(status.get("replication_state")),
+            timeline=_position(status.get("timeline")),
+            xlog_location=_position(status.get("xlog_location")),
+            receive_lsn=_position(status.get("receive_lsn")),
+            replay_lsn=_position(status.get("replay_lsn")),
         )
+
+
+@dataclass(frozen=True)
+class MemberState:
+    """One member as the status shows it: its role label, Patroni's state and, on a standby, its lag.
+
+    Each lag is the primary's WAL position less the standby's, in bytes, from the two pods'
+    ``status`` annotations (each written by its own Patroni, up to a loop apart, so a lag that
+    would be negative reads 0, as ``patronictl list`` does); None when either position is unknown.
+    """
+
+    name: str
+    role: str | None = None
+    state: str | None = None
+    replication_state: str | None = None
+    timeline: int | None = None
+    receive_lag: int | None = None
+    replay_lag: int | None = None
+
+    @property
+    def streams(self) -> bool:
+        """Patroni says PostgreSQL runs and its WAL receiver streams: a standby that follows its primary."""
+        return self.state == RUNNING and self.replication_state == STREAMING
+
+    @property
+    def patroni_state(self) -> str:
+        """Patroni's own words for it, for a message: ``running, in archive recovery``, ``starting``."""
+        words = [word for word in (self.state, self.replication_state) if word]
+        return ", ".join(words) if words else "no status from Patroni"
+
+
+def member_states(members: list[MemberPod]) -> tuple[MemberState, ...]:
+    """The live members, by name, each standby's lag measured against the one live pod labelled primary.
+
+    Two pods labelled primary leave every lag unknown: which one the standbys follow is not known.
+    """
+    live = sorted((member for member in members if not member.deleting), key=lambda member: member.name)
+    primaries = [member for member in live if member.role == LEADER_LABEL_VALUE]
+    head = primaries[0].xlog_location if len(primaries) == 1 else None
+    return tuple(
+        MemberState(
+            member.name,
+            member.role,
+            member.state,
+            member.replication_state,
+            member.timeline,
+            None if member.role == LEADER_LABEL_VALUE else _lag(head, member.receive_lsn),
+            None if member.role == LEADER_LABEL_VALUE else _lag(head, member.replay_lsn),
+        )
+        for member in live
+    )
+
+
+def _lag(head: int | None, position: int | None) -> int | None:
+    if head is None or position is None:
+        return None
+    return max(head - position, 0)
+
+
+@dataclass(frozen=True)
+class Failover:
+    """The last promotion Patroni recorded for a shard: a failover or a switchover (its history does not tell which).
+
+    ``timeline`` is the one the new primary began (``patronictl history`` lists the one it ended,
+    one less); ``reason`` is PostgreSQL's words from its timeline history file, as Patroni copies them.
+    """
+
+    timeline: int
+    reason: str
+    at: datetime | None = None
+    new_primary: str | None = None
+
+    @staticmethod
+    def from_config_map(config_map: dict[str, object] | None) -> Failover | None:
+        """From the ``history`` annotation of ``<scope>-config``; absent, empty or in any way malformed reads as none.
+
+        Patroni writes a JSON list of lines ``[timeline, lsn, reason]``, the last of them (and any it
+        could time) with ``timestamp`` (ISO 8601, with its offset) and ``new leader`` appended.
+        """
+        annotations = _mapping(_mapping((config_map or {}).get("metadata")).get("annotations"))
+        text = annotations.get(HISTORY_ANNOTATION)
+        if not isinstance(text, str):
+            return None
+        try:
+            lines = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(lines, list) or not lines or not isinstance(lines[-1], list):
+            return None
+        return _promotion(lines[-1])
+
+
+def _promotion(line: list[object]) -> Failover | None:
+    if not 3 <= len(line) <= 5:
+        return None
+    timeline, lsn, reason, *rest = line
+    ended = _position(timeline)
+    if ended is None or ended < 1 or _position(lsn) is None or not isinstance(reason, str):
+        return None
+    at: datetime | None = None
+    if rest:
+        at = _timestamp(rest[0])
+        if at is None:
+            return None
+    new_primary: str | None = None
+    if len(rest) == 2:
+        new_primary = rest[1] if isinstance(rest[1], str) and rest[1] else None
+        if new_primary is None:
+            return None
+    return Failover(ended + 1, reason, at, new_primary)
+
+
+def _timestamp(value: object) -> datetime | None:
+    """Patroni's ``isoformat()`` of the history file's time, in its local zone: aware, or malformed."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 @dataclass(frozen=True)
@@ -421,14 +561,36 @@ class ShardHealth:
     primary: str | None = None
     sync_standby: str | None = None
     streaming: tuple[str, ...] = ()  # standbys streaming from the primary, sync or not
+    members: tuple[MemberState, ...] = ()  # every live member, for the status
+    last_failover: Failover | None = None  # Patroni's last recorded promotion
+
+    @property
+    def not_streaming(self) -> tuple[MemberState, ...]:
+        """With a primary: the other live members that Patroni does not say stream (cloning, stopped, diverged)."""
+        if self.primary is None:
+            return ()
+        return tuple(member for member in self.members if member.name != self.primary and not member.streams)
 
 
-def shard_health(shard: str, plan: Plan, members: list[MemberPod], sync_record: SyncRecord) -> ShardHealth:
+def shard_health(
+    shard: str,
+    plan: Plan,
+    members: list[MemberPod],
+    sync_record: SyncRecord,
+    last_failover: Failover | None = None,
+) -> ShardHealth:
     """Ready: one primary, Ready and running, and, when synchronous, a Ready standby streaming as its sync standby.
 
     Two pods labelled primary (a label lags a failover by a loop of Patroni's) is never ready: the
-    status names both, and nothing is routed by the readiness of one of them.
+    status names both, and nothing is routed by the readiness of one of them. Every answer carries
+    each member's state and the last failover, which readiness does not read.
     """
+    return replace(
+        _readiness(shard, plan, members, sync_record), members=member_states(members), last_failover=last_failover
+    )
+
+
+def _readiness(shard: str, plan: Plan, members: list[MemberPod], sync_record: SyncRecord) -> ShardHealth:
     live = [member for member in members if not member.deleting]
     primaries = sorted(member.name for member in live if member.role == LEADER_LABEL_VALUE)
     if len(primaries) > 1:
@@ -490,6 +652,16 @@ def _mapping(value: object) -> dict[str, object]:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+# Patroni reads each position as PostgreSQL's bigint: a larger number is none it wrote, and would not fit the status.
+_POSITION_LIMIT = 2**63
+
+
+def _position(value: object) -> int | None:
+    """A count Patroni writes as a JSON integer (a WAL position, a timeline); anything else reads as unknown."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _POSITION_LIMIT
+    return value if ok and isinstance(value, int) else None
 
 
 def _patroni_status(text: object) -> dict[str, object]:

@@ -10,6 +10,7 @@ from datetime import datetime
 from .. import names, template_choice
 from ..snapshot import Snapshot
 from ..trouble import grace, missing, roles
+from ..trouble.roles import RoleTrouble
 from ..trouble.stuck import StuckPod
 from . import kept, rollout
 from . import shards as shard_facts
@@ -67,6 +68,8 @@ def sync(snap: Snapshot) -> Decision:
     unmet = missing.find(snap, spec.pod_start_grace_seconds, children=not spec.paused, shard_sets=expected)
     # Shards with members without a primary or sync standby: Patroni's to mend within the grace.
     role_trouble = roles.triage(snap.shard_sets, snap.name, snap.now, spec.pod_start_grace_seconds)
+    # Standbys that do not stream from a primary: Patroni's to mend within the grace, named past it.
+    standby_trouble = roles.standbys(snap.shard_sets, snap.name, snap.now, spec.pod_start_grace_seconds)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
     tolerated = 1 if plan.shards_rolling and not _stuck(troubles.failing, names.DB) else 0
 
@@ -87,7 +90,7 @@ def sync(snap: Snapshot) -> Decision:
         + worse_than_asked(
             snap,
             troubles.failing,
-            role_trouble.failing,
+            role_trouble.failing + standby_trouble.failing,
             shards,
             seed_failed,
             size,
@@ -100,6 +103,7 @@ def sync(snap: Snapshot) -> Decision:
         for part in (
             missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else "",
             roles.waiting_message(role_trouble.waiting),
+            roles.waiting_message(_alone(standby_trouble.waiting, role_trouble)),
         )
         if part
     )
@@ -145,7 +149,9 @@ def sync(snap: Snapshot) -> Decision:
         updated_shards=sts.rollout.updated if sts else plan.shards_updated,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
-        recheck_at=_earliest(troubles.recheck_at, unmet.recheck_at, role_trouble.recheck_at),
+        recheck_at=_earliest(
+            troubles.recheck_at, unmet.recheck_at, role_trouble.recheck_at, standby_trouble.recheck_at
+        ),
         holds_until=unmet.holds_until,
         db_made=chosen.db_made,
         cache_made=cache_made,
@@ -219,6 +225,12 @@ def _budgets(cache_replicas: int) -> frozenset[str]:
     if cache_replicas >= MIN_CACHE_REPLICAS_FOR_BUDGET:
         return frozenset({names.DB, names.CACHE})
     return frozenset({names.DB})
+
+
+def _alone(standbys: tuple[RoleTrouble, ...], shards: roles.Roles) -> tuple[RoleTrouble, ...]:
+    """Standbys waiting in shards with no other role trouble: a shard waiting for its sync standby says so once."""
+    named = {trouble.shard for trouble in shards.failing + shards.waiting}
+    return tuple(trouble for trouble in standbys if trouble.shard not in named)
 
 
 def _stuck(failing: tuple[StuckPod, ...], component: str) -> bool:

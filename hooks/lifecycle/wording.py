@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import names
-from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, TWO_PRIMARIES, Refusal
+from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES, Refusal
 from ..snapshot import Snapshot
 from ..trouble import grace, lost, missing, roles
 from ..trouble.roles import RoleTrouble
@@ -29,6 +29,10 @@ SEED_PODS_MISSING = "SeedPodsMissing"
 # strict), but each commit is acknowledged by the primary alone, and Patroni promotes only a
 # synchronous standby, so a lost primary now is an outage until a person acts.
 UNGUARDED = "commits are acknowledged by the primary alone, and no standby may take over if it is lost"
+
+# A standby that does not stream past the grace: Patroni did not bring it back by itself (a rewind or a
+# clone that fails, a timeline it cannot follow); it takes no part in a failover meanwhile.
+NOT_REJOINED = "it cannot take over from the primary; `patronictl reinit` in a member of the shard clones it again"
 
 APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new value> to roll it"
 
@@ -99,6 +103,8 @@ def worse_than_asked(
         problems.append((NO_PRIMARY, f"{no_primary}: no write reaches the shard"))
     if no_sync := roles.failing_message(failing_roles, NO_SYNC_STANDBY, grace_seconds):
         problems.append((NO_SYNC_STANDBY, f"{no_sync}: {UNGUARDED}"))
+    if stalled := roles.failing_message(failing_roles, STANDBY_NOT_STREAMING, grace_seconds):
+        problems.append((STANDBY_NOT_STREAMING, f"{stalled}: {NOT_REJOINED}"))
     if seed_failed:
         problems.append(("SeedFailed", f"{_seed_failure(snap, shards)}; inspect its logs, then delete it to retry"))
     if names.SEED in failing:

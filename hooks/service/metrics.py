@@ -56,6 +56,7 @@ DEGRADED_REASONS = frozenset(
         "ShardPodsMissing",
         "ShardsUnavailable",
         "ShrinkRefused",
+        "StandbyNotStreaming",
         "StorageImmutable",
         "TwoPrimaries",
     }

@@ -1,9 +1,9 @@
 """Shards with members whose roles are not what they must be, split by the start grace: no primary, no
-synchronous standby, two pods labelled primary.
+synchronous standby, two pods labelled primary; and standbys of a shard with a primary that do not stream.
 
-Patroni mends the first two by itself (it elects a leader, a standby catches up or is cloned), so
-they are progress for ``spec.podStartGraceSeconds``, timed from the last thing that moved on the
-shard (``ShardSetView.since``). Two primaries is never progress: it counts at once.
+Patroni mends all but two primaries by itself (it elects a leader, a standby catches up, is rewound
+or cloned), so they are progress for ``spec.podStartGraceSeconds``, timed from the last thing that
+moved on the shard (``ShardSetView.since``). Two primaries is never progress: it counts at once.
 Pure: the caller passes the clock reading in.
 """
 
@@ -13,12 +13,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, TWO_PRIMARIES, shard_name
+from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES, shard_name
 from ..snapshot import ShardSetView
 from .words import listed
 
 # What a shard within its grace waits for, by its health's reason.
-WAITS_FOR = {NO_PRIMARY: "for Patroni to elect a primary", NO_SYNC_STANDBY: "for a synchronous standby"}
+WAITS_FOR = {
+    NO_PRIMARY: "for Patroni to elect a primary",
+    NO_SYNC_STANDBY: "for a synchronous standby",
+    STANDBY_NOT_STREAMING: "for its standbys to stream",
+}
 AT_ONCE = frozenset({TWO_PRIMARIES})
 
 
@@ -47,16 +51,45 @@ def triage(sets: Iterable[ShardSetView], parent: str, now: datetime | None, grac
     A shard scaled to zero asks for no member and has no trouble. Without a clock reading, or
     a time the shard last moved, every trouble counts.
     """
-    grace = timedelta(seconds=grace_seconds)
-    failing: list[RoleTrouble] = []
-    waiting: list[RoleTrouble] = []
-    ends: list[datetime] = []
+    found: list[tuple[RoleTrouble, datetime | None]] = []
     for each in sets:
         health = each.health
         if health.ready or each.statefulset.replicas == 0:
             continue
         trouble = RoleTrouble(each.shard, shard_name(parent, each.shard), health.reason, health.message)
-        end = _end(each.since, grace) if health.reason not in AT_ONCE else None
+        found.append((trouble, each.since if health.reason not in AT_ONCE else None))
+    return _split(found, now, grace_seconds)
+
+
+def standbys(sets: Iterable[ShardSetView], parent: str, now: datetime | None, grace_seconds: int) -> Roles:
+    """Which members of a shard with a primary count at ``now`` as standbys that do not stream, one trouble each.
+
+    A member pod that exists, is not the primary, and that Patroni does not say streams: it is
+    being cloned, starting, stopped, or cannot follow the primary's timeline. Past the grace it
+    is named with Patroni's state, whether or not the shard is ready without it.
+    """
+    found: list[tuple[RoleTrouble, datetime | None]] = []
+    for each in sets:
+        if each.statefulset.replicas == 0:
+            continue
+        scope = shard_name(parent, each.shard)
+        for member in each.health.not_streaming:
+            message = (
+                f"shard {scope}: standby {member.name} does not stream from primary {each.health.primary} "
+                f"(Patroni: {member.patroni_state})"
+            )
+            found.append((RoleTrouble(each.shard, scope, STANDBY_NOT_STREAMING, message), each.since))
+    return _split(found, now, grace_seconds)
+
+
+def _split(found: list[tuple[RoleTrouble, datetime | None]], now: datetime | None, grace_seconds: int) -> Roles:
+    """Each trouble counts once its grace from ``since`` ran out; None (at once, or no time known) counts now."""
+    grace = timedelta(seconds=grace_seconds)
+    failing: list[RoleTrouble] = []
+    waiting: list[RoleTrouble] = []
+    ends: list[datetime] = []
+    for trouble, since in found:
+        end = _end(since, grace)
         if now is None or end is None or now >= end:
             failing.append(trouble)
         else:
@@ -78,7 +111,9 @@ def waiting_message(waiting: tuple[RoleTrouble, ...]) -> str:
     """``shard demo-db-1 waiting for Patroni to elect a primary``, per reason; names only, so it stays put."""
     groups: dict[str, list[str]] = {}
     for trouble in waiting:
-        groups.setdefault(trouble.reason, []).append(trouble.name)
+        shards = groups.setdefault(trouble.reason, [])
+        if trouble.name not in shards:  # a shard with two standbys waiting is named once
+            shards.append(trouble.name)
     return "; ".join(
         f"shard{'' if len(shards) == 1 else 's'} {listed(shards)} waiting {WAITS_FOR.get(reason, reason)}"
         for reason, shards in groups.items()

@@ -23,7 +23,7 @@ from testbed.models.metacontroller import (
 )
 
 from ..support.kube import Kube
-from ..support.replication import OWNER, members, rendered, stages
+from ..support.replication import OWNER, failed_over, members, parent, rendered, stages
 
 Obj = dict[str, Any]
 
@@ -108,3 +108,19 @@ def test_the_rollout_job_and_its_role_are_stored_as_fixed_points(kube: Kube, nam
             assert (container["command"], container["env"]) == (asked["command"], asked["env"])
         else:
             assert not needs_update(stored, sent), (desired["kind"], difference(stored, sent))
+
+
+def test_the_status_of_shards_with_members_is_stored_unchanged(kube: Kube, namespace: str) -> None:
+    """Each member's state and lag and the last failover are declared: else the API server prunes them, and
+    Metacontroller writes the status at every sync."""
+    body = parent()
+    body["metadata"] = {"name": "demo", "namespace": namespace}
+    response = kube.create(body, namespace)
+    assert response.status_code == 201, response.text
+    stored = response.json()
+    status = failed_over()["status"]
+    assert status["replication"]["shards"][1]["lastFailover"]
+    stored["status"] = status
+    response = kube.put(stored, subresource="status")
+    assert response.status_code == 200, response.text
+    assert kube.get("ShardDB", "demo", namespace)["status"] == status

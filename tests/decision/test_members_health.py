@@ -16,11 +16,13 @@ from hooks.replication import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
 
 from ..support.replication import (
     FIXED,
+    HEAD_LSN,
     answer,
     applied,
     healthy,
     member_pod,
     parent,
+    patroni_status,
     primary_slice,
     request,
     stages,
@@ -128,6 +130,74 @@ def test_a_standby_cloned_within_the_grace_is_progressing() -> None:
     body = running(pods)
     assert condition(body, "Degraded")["status"] == "False"
     assert "demo-db-1 waiting for a synchronous standby" in condition(body, "Progressing")["message"]
+
+
+# --- a standby that does not stream ------------------------------------------------------------------
+
+
+def stalled(shard: int, member: int, state: str = "starting") -> Obj:
+    """A member pod Patroni runs but that does not stream: unlabelled (Patroni labels running standbys only)."""
+    pod = member_pod(shard, member, None)
+    status = patroni_status(f"10.0.{shard}.{10 + member}", "replica", state=state, xlog_location=None, timeline=None)
+    pod["metadata"]["annotations"][replication.STATUS_ANNOTATION] = status
+    return pod
+
+
+def three_members(pods: list[Obj]) -> Obj:
+    """A ShardDB with three members per shard, its shards made: led by member 0, member 1 its sync standby."""
+    made = applied(answer(request(parent(members_count=3)))["children"])
+    marks = [*pods, sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+    return answer(request(parent(members_count=3), made, marks))
+
+
+def third(shard: int) -> Obj:
+    return member_pod(shard, 2, FOLLOWER_LABEL_VALUE)
+
+
+def test_a_standby_that_does_not_stream_past_the_grace_is_degraded_standby_not_streaming() -> None:
+    degraded = condition(three_members([*healthy(), third(0), stalled(1, 2)]), "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", replication.STANDBY_NOT_STREAMING)
+
+
+def test_a_standby_that_does_not_stream_is_named_with_patronis_state() -> None:
+    degraded = condition(three_members([*healthy(), third(0), stalled(1, 2, "creating replica")]), "Degraded")
+    assert (
+        "standby demo-db-1-2 does not stream from primary demo-db-1-0 (Patroni: creating replica)"
+        in (degraded["message"])
+    )
+    assert "patronictl reinit" in degraded["message"]
+
+
+def test_a_standby_that_does_not_stream_within_the_grace_is_progressing() -> None:
+    body = three_members([*healthy(), third(0), moved_recently(stalled(1, 2))])
+    assert condition(body, "Degraded")["status"] == "False"
+    assert "demo-db-1 waiting for its standbys to stream" in condition(body, "Progressing")["message"]
+
+
+def test_a_standby_that_does_not_stream_asks_to_be_called_when_its_grace_runs_out() -> None:
+    assert three_members([*healthy(), third(0), moved_recently(stalled(1, 2))])["resyncAfterSeconds"] == 90
+
+
+def test_a_shard_waiting_for_its_sync_standby_says_so_once_not_twice() -> None:
+    pods = [*without("demo-db-1-1"), moved_recently(member_pod(1, 1, FOLLOWER_LABEL_VALUE, streaming=False))]
+    assert "waiting for its standbys to stream" not in condition(running(pods), "Progressing")["message"]
+
+
+def test_a_sync_standby_that_does_not_stream_is_no_sync_standby_first_then_named() -> None:
+    degraded = condition(running([*without("demo-db-1-1"), stalled(1, 1)]), "Degraded")
+    assert degraded["reason"] == replication.NO_SYNC_STANDBY
+    assert "standby demo-db-1-1 does not stream" in degraded["message"]
+
+
+def test_a_standby_is_not_named_while_its_shard_has_no_primary() -> None:
+    degraded = condition(running([*without("demo-db-1-0", "demo-db-1-1"), stalled(1, 1)]), "Degraded")
+    assert degraded["reason"] == replication.NO_PRIMARY
+    assert "does not stream" not in degraded["message"]
+
+
+def test_a_standby_that_streams_however_far_behind_is_not_degraded() -> None:
+    lagging = member_pod(1, 1, FOLLOWER_LABEL_VALUE, behind=HEAD_LSN // 2)
+    assert condition(running([*without("demo-db-1-1"), lagging]), "Degraded")["status"] == "False"
 
 
 # --- two primaries -----------------------------------------------------------------------------------

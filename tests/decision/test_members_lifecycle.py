@@ -15,9 +15,11 @@ from hooks.lifecycle import decide
 from hooks.replication import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
 
 from ..support.replication import (
+    SWITCHED,
     answer,
     applied,
     child,
+    config_record,
     healthy,
     kinds_named,
     member_pod,
@@ -169,7 +171,79 @@ def test_the_status_names_each_shards_primary_sync_standby_and_streaming_standby
         "primary": "demo-db-1-0",
         "syncStandby": "demo-db-1-1",
         "streaming": ["demo-db-1-1"],
+        "members": [
+            {"name": "demo-db-1-0", "role": "primary", "state": "running", "timeline": 1},
+            {
+                "name": "demo-db-1-1",
+                "role": "replica",
+                "state": "running",
+                "replicationState": "streaming",
+                "timeline": 1,
+                "receiveLagMiB": 0,
+                "replayLagMiB": 0,
+            },
+        ],
     }
+
+
+def shown(pods: list[Obj] | None = None, *extra: Obj) -> list[Obj]:
+    """What the running ShardDB's shards show: these member pods (every one healthy by default), and more."""
+    members = healthy() if pods is None else pods
+    return [*members, sync_record(0), sync_record(1), primary_slice(0), primary_slice(1), *extra]
+
+
+def running_with(related: list[Obj]) -> Obj:
+    return answer(request(parent(), applied(STAGES["running"]["children"]), related))
+
+
+def member_entry(body: Obj, shard: int, name: str) -> Obj:
+    found: Obj = next(
+        each for each in body["status"]["replication"]["shards"][shard]["members"] if each["name"] == name
+    )
+    return found
+
+
+def test_the_status_shows_each_standbys_lag_behind_its_primary_in_whole_mib() -> None:
+    pods = [pod for pod in healthy() if pod["metadata"]["name"] != "demo-db-1-1"]
+    body = running_with(shown([*pods, member_pod(1, 1, FOLLOWER_LABEL_VALUE, behind=3 * 1024 * 1024 + 8192)]))
+    entry = member_entry(body, 1, "demo-db-1-1")
+    assert (entry["receiveLagMiB"], entry["replayLagMiB"]) == (3, 3)
+
+
+def test_a_standby_a_few_commits_behind_shows_no_lag_so_the_status_stays_put() -> None:
+    pods = [pod for pod in healthy() if pod["metadata"]["name"] != "demo-db-1-1"]
+    body = running_with(shown([*pods, member_pod(1, 1, FOLLOWER_LABEL_VALUE, behind=8192)]))
+    entry = member_entry(body, 1, "demo-db-1-1")
+    assert (entry["receiveLagMiB"], entry["replayLagMiB"]) == (0, 0)
+
+
+def test_the_status_leaves_a_lag_out_when_patroni_has_not_written_it() -> None:
+    pods = [pod for pod in healthy() if pod["metadata"]["name"] != "demo-db-1-1"]
+    cloning = member_pod(1, 1, None)
+    cloning["metadata"]["annotations"]["status"] = '{"state":"creating replica","role":"replica","version":"4.1.5"}'
+    entry = member_entry(running_with(shown([*pods, cloning])), 1, "demo-db-1-1")
+    assert entry == {"name": "demo-db-1-1", "state": "creating replica"}
+
+
+def test_the_status_shows_the_last_failover_as_patronis_history_records_it() -> None:
+    body = running_with(shown(None, config_record(1, SWITCHED)))
+    assert body["status"]["replication"]["shards"][1]["lastFailover"] == {
+        "timeline": 2,
+        "reason": "no recovery target specified",
+        "at": "2026-05-05T05:01:02Z",
+        "newPrimary": "demo-db-1-0",
+    }
+
+
+def test_a_shard_that_never_failed_over_shows_no_last_failover() -> None:
+    body = running_with(shown(None, config_record(1, "[]")))
+    assert "lastFailover" not in body["status"]["replication"]["shards"][1]
+
+
+def test_a_malformed_history_leaves_the_last_failover_out_and_answers() -> None:
+    body = running_with(shown(None, config_record(1, '[[1,"0/3000060","no recovery target specified"]]')))
+    assert "lastFailover" not in body["status"]["replication"]["shards"][1]
+    assert body["status"]["replication"]["shards"][1]["ready"] is True
 
 
 def test_the_status_says_how_many_members_and_whether_synchronous() -> None:

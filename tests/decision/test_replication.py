@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,12 +19,15 @@ from hooks import handler, names, patroni, pod_templates, replication
 from hooks.replication import (
     SINGLE_COPY,
     Endpoint,
+    Failover,
     MemberPod,
+    MemberState,
     Observed,
     Plan,
     ShardHealth,
     SyncRecord,
     decide,
+    member_states,
     shard_health,
 )
 from hooks.spec import ShardDBSpec
@@ -32,7 +36,17 @@ from testbed.models.world import World, bring_up, sharddb
 
 from ..support.hook import at, direct
 from ..support.kube_schema import problems
-from ..support.replication import OWNER, PATRONI_IMAGE, TWO, claims, members, rendered, spec
+from ..support.replication import (
+    HEAD_LSN,
+    OWNER,
+    PATRONI_IMAGE,
+    TWO,
+    claims,
+    members,
+    patroni_status,
+    rendered,
+    spec,
+)
 
 Obj = dict[str, Any]
 
@@ -297,6 +311,171 @@ def test_the_pods_marks_are_read_as_patroni_writes_them() -> None:
 def test_an_unreadable_status_annotation_reads_as_not_running() -> None:
     pod: Obj = {"metadata": {"name": "demo-db-0-0", "annotations": {"status": "{not json"}}}
     assert MemberPod.from_pod(pod) == MemberPod("demo-db-0-0")
+
+
+# --- each member's state and lag, as the status shows them --------------------------------------------
+
+
+def marked(name: str, role: str | None, status: str) -> MemberPod:
+    """A member pod read from Patroni's marks: its role label and its ``status`` annotation."""
+    labels = {replication.ROLE_LABEL: role} if role else {}
+    pod: Obj = {"metadata": {"name": name, "labels": labels, "annotations": {"status": status}}}
+    return MemberPod.from_pod(pod)
+
+
+LEADING = patroni_status("10.0.0.10", "primary")
+
+
+def following(behind_received: int, behind_replayed: int) -> str:
+    """A streaming standby's annotation: it received and replayed up to so many bytes short of the primary."""
+    received, replayed = HEAD_LSN - behind_received, HEAD_LSN - behind_replayed
+    return patroni_status(
+        "10.0.0.11",
+        "replica",
+        xlog_location=max(received, replayed),
+        replay_lsn=replayed,
+        receive_lsn=received,
+        replication_state="streaming",
+    )
+
+
+def states(*pods: MemberPod) -> dict[str, MemberState]:
+    return {state.name: state for state in member_states(list(pods))}
+
+
+def test_a_members_timeline_and_wal_positions_are_read_as_patroni_writes_them() -> None:
+    seen = marked("demo-db-0-1", "replica", following(16, 4096))
+    assert (seen.timeline, seen.xlog_location, seen.receive_lsn, seen.replay_lsn) == (
+        1,
+        HEAD_LSN - 16,
+        HEAD_LSN - 16,
+        HEAD_LSN - 4096,
+    )
+
+
+@pytest.mark.parametrize("written", ['"0/4000098"', "true", "-1", "1.5", "null", str(2**63)])
+def test_a_wal_position_that_is_not_a_json_count_reads_as_unknown(written: str) -> None:
+    seen = marked("demo-db-0-0", "primary", f'{{"state":"running","role":"primary","xlog_location":{written}}}')
+    assert seen.xlog_location is None
+
+
+def test_a_standbys_lags_are_the_primarys_position_less_what_it_received_and_replayed() -> None:
+    seen = states(marked("demo-db-0-0", "primary", LEADING), marked("demo-db-0-1", "replica", following(16, 4096)))
+    assert (seen["demo-db-0-1"].receive_lag, seen["demo-db-0-1"].replay_lag) == (16, 4096)
+
+
+def test_the_primary_has_no_lag() -> None:
+    seen = states(marked("demo-db-0-0", "primary", LEADING), marked("demo-db-0-1", "replica", following(0, 0)))
+    assert (seen["demo-db-0-0"].receive_lag, seen["demo-db-0-0"].replay_lag) == (None, None)
+
+
+def test_a_lag_is_unknown_while_the_primary_has_not_written_its_position() -> None:
+    primary_without = patroni_status("10.0.0.10", "primary", xlog_location=None)
+    seen = states(marked("demo-db-0-0", "primary", primary_without), marked("demo-db-0-1", "replica", following(0, 0)))
+    assert (seen["demo-db-0-1"].receive_lag, seen["demo-db-0-1"].replay_lag) == (None, None)
+
+
+def test_a_lag_is_unknown_for_a_standby_that_has_not_written_its_positions() -> None:
+    cloning = patroni_status("10.0.0.11", "replica", state="creating replica", xlog_location=None, timeline=None)
+    seen = states(marked("demo-db-0-0", "primary", LEADING), marked("demo-db-0-1", None, cloning))
+    assert (seen["demo-db-0-1"].receive_lag, seen["demo-db-0-1"].replay_lag) == (None, None)
+
+
+def test_a_standby_written_after_the_primarys_last_position_lags_zero_not_less() -> None:
+    ahead = patroni_status(
+        "10.0.0.11",
+        "replica",
+        xlog_location=HEAD_LSN + 100,
+        replay_lsn=HEAD_LSN + 100,
+        receive_lsn=HEAD_LSN + 100,
+        replication_state="streaming",
+    )
+    seen = states(marked("demo-db-0-0", "primary", LEADING), marked("demo-db-0-1", "replica", ahead))
+    assert (seen["demo-db-0-1"].receive_lag, seen["demo-db-0-1"].replay_lag) == (0, 0)
+
+
+def test_two_pods_labelled_primary_leave_every_lag_unknown() -> None:
+    seen = states(
+        marked("demo-db-0-0", "primary", LEADING),
+        marked("demo-db-0-1", "primary", LEADING),
+        marked("demo-db-0-2", "replica", following(0, 0)),
+    )
+    assert (seen["demo-db-0-2"].receive_lag, seen["demo-db-0-2"].replay_lag) == (None, None)
+
+
+def test_a_member_being_deleted_is_not_listed() -> None:
+    assert [each.name for each in member_states([primary(), standby(deleting=True)])] == ["demo-db-0-0"]
+
+
+def test_a_standby_not_streaming_is_named_once_the_shard_has_a_primary() -> None:
+    seen = health([primary(), standby(replication_state="in archive recovery")], plan=Plan(2, synchronous=False))
+    assert [(each.name, each.patroni_state) for each in seen.not_streaming] == [
+        ("demo-db-0-1", "running, in archive recovery")
+    ]
+
+
+def test_no_standby_is_named_not_streaming_while_the_shard_has_no_primary() -> None:
+    assert health([primary(ready=False), standby(state="starting", replication_state=None)]).not_streaming == ()
+
+
+# --- the last failover, from Patroni's history on <scope>-config ------------------------------------
+
+# A line as Patroni 4.1 appends it after a promotion: the timeline that ended, the position it ended at,
+# PostgreSQL's reason from its timeline history file, the file's time in Patroni's zone, the new leader.
+PROMOTED = [1, 50331808, "no recovery target specified", "2026-05-05T07:04:58.123456+02:00", "demo-db-0-1"]
+
+
+def history(value: object) -> dict[str, object]:
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return {"metadata": {"name": "demo-db-0-config", "annotations": {"history": text}}}
+
+
+def test_the_last_line_of_patronis_history_is_the_last_failover() -> None:
+    earlier = [1, 50331808, "no recovery target specified", "2026-05-05T04:00:00+00:00", "demo-db-0-0"]
+    last = [2, 83886240, "no recovery target specified", "2026-05-05T05:00:00.5+00:00", "demo-db-0-1"]
+    assert Failover.from_config_map(history([earlier, last])) == Failover(
+        3, "no recovery target specified", datetime(2026, 5, 5, 5, 0, 0, 500000, tzinfo=UTC), "demo-db-0-1"
+    )
+
+
+def test_the_failovers_time_keeps_the_zone_patroni_wrote_it_in() -> None:
+    found = Failover.from_config_map(history([PROMOTED]))
+    assert found is not None
+    assert found.at == datetime(2026, 5, 5, 5, 4, 58, 123456, tzinfo=UTC)
+
+
+def test_a_line_patroni_could_not_time_gives_no_time_and_no_new_primary() -> None:
+    assert Failover.from_config_map(history([[1, 50331808, "no recovery target specified"]])) == Failover(
+        2, "no recovery target specified"
+    )
+
+
+@pytest.mark.parametrize("config_map", [None, {"metadata": {"annotations": {}}}, history("[]")])
+def test_no_history_is_no_failover(config_map: dict[str, object] | None) -> None:
+    assert Failover.from_config_map(config_map) is None
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "[[1,50331808,",
+        '{"timeline":1}',
+        "[1,50331808]",
+        [[1, 50331808]],
+        [["1", 50331808, "no recovery target specified"]],
+        [[True, 50331808, "no recovery target specified"]],
+        [[0, 50331808, "no recovery target specified"]],
+        [[1, "0/3000060", "no recovery target specified"]],
+        [[1, 50331808, 7]],
+        [[*PROMOTED[:3], "yesterday", "demo-db-0-1"]],
+        [[*PROMOTED[:3], "2026-05-05T05:04:58", "demo-db-0-1"]],
+        [[*PROMOTED[:4], ""]],
+        [[*PROMOTED, "more"]],
+        [PROMOTED, "not a line"],
+    ],
+)
+def test_a_malformed_history_is_no_failover(written: object) -> None:
+    assert Failover.from_config_map(history(written)) is None
 
 
 def test_the_sync_configmap_is_read_from_its_annotations() -> None:

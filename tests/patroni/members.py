@@ -246,6 +246,15 @@ class Member:
             "exec", self.container, "psql", "-h", SOCKET_DIR, "-p", str(DB_PORT), "-U", "postgres", "-XqAtc", statement
         ).strip()
 
+    def patronictl(self, *args: str) -> str:
+        """``patronictl`` in the member's container, on the configuration file the pod mounts, as a runbook runs it."""
+        config = f"{patroni.CONFIG_DIR}/{patroni.CONFIG_FILE}"
+        return podman("exec", self.container, "patronictl", "-c", config, *args, timeout=180.0)
+
+    def lsn(self, function: str) -> int:
+        """A WAL position PostgreSQL reports (``pg_current_wal_flush_lsn``, ...), in bytes as Patroni writes it."""
+        return int(self.sql(f"SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.{function}(), '0/0')::bigint"))
+
     def remove(self) -> None:
         subprocess.run(["podman", "rm", "--force", "--time", "10", self.container], capture_output=True, check=False)
 

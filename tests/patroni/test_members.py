@@ -5,7 +5,15 @@ Each test runs on both images (the recipe users build, and the same made from De
 
 from __future__ import annotations
 
-from hooks.replication import LEADER_LABEL_VALUE, ROLE_LABEL
+from hooks.replication import (
+    FOLLOWER_LABEL_VALUE,
+    LEADER_LABEL_VALUE,
+    ROLE_LABEL,
+    Failover,
+    MemberPod,
+    MemberState,
+    member_states,
+)
 
 from .members import Member, Shard, wait_for
 
@@ -53,3 +61,96 @@ def test_the_members_account_is_refused_what_the_hooks_role_does_not_grant(shard
         assert client.get(f"{base}/endpoints").status_code == 403
         assert client.delete(f"{base}/configmaps/{shard.scope}-leader").status_code == 403
         assert client.delete(f"{base}/pods/{leader.name}").status_code == 403
+
+
+# --- what the hooks read of the members' marks, held to real Patroni -------------------------------------
+
+
+def read(shard: Shard, *members: Member) -> dict[str, MemberState]:
+    """The members as the status shows them, read from their pods' annotations exactly as the hooks read them."""
+    return {state.name: state for state in member_states([MemberPod.from_pod(shard.pod(m.name)) for m in members])}
+
+
+def test_the_hooks_read_the_primary_without_lag_and_a_paused_standby_with_the_lag_postgresql_reports(
+    shard: Shard, leader: Member, standby: Member
+) -> None:
+    wait_for(
+        f"{standby.name} streams from {leader.name}",
+        lambda: read(shard, leader, standby)[standby.name].streams,
+        [leader, standby],
+    )
+    # Patroni resumes a paused replay every loop on PostgreSQL 14+, except in maintenance mode.
+    leader.patronictl("pause", shard.scope, "--wait")
+    standby.sql("SELECT pg_catalog.pg_wal_replay_pause()")
+    try:
+        leader.sql("CREATE TABLE lagged AS SELECT generate_series(1, 1000) AS id")
+        seen: dict[str, MemberState] = {}
+        expected: list[int] = []
+
+        def settled() -> bool:
+            # Patroni writes a position once a loop: wait until both annotations show what PostgreSQL says now.
+            head, replayed = leader.lsn("pg_current_wal_flush_lsn"), standby.lsn("pg_last_wal_replay_lsn")
+            pods = {m.name: MemberPod.from_pod(shard.pod(m.name)) for m in (leader, standby)}
+            if pods[leader.name].xlog_location != head or pods[standby.name].replay_lsn != replayed:
+                return False
+            seen.update({state.name: state for state in member_states(list(pods.values()))})
+            expected[:] = [head - replayed]
+            return True
+
+        wait_for("both members' annotations to show PostgreSQL's positions", settled, [leader, standby])
+    finally:
+        standby.sql("SELECT pg_catalog.pg_wal_replay_resume()")
+        leader.patronictl("resume", shard.scope, "--wait")
+    primary, follower = seen[leader.name], seen[standby.name]
+    assert (primary.role, primary.state, primary.timeline) == (LEADER_LABEL_VALUE, "running", 1)
+    assert (primary.receive_lag, primary.replay_lag) == (None, None)
+    assert (follower.role, follower.replication_state, follower.timeline) == (FOLLOWER_LABEL_VALUE, "streaming", 1)
+    assert expected[0] > 0
+    assert follower.replay_lag == expected[0]
+    assert follower.receive_lag is not None
+    assert follower.receive_lag < expected[0]  # what it received meanwhile, it has not replayed
+
+
+def test_a_switchover_by_patronictl_is_read_as_the_last_failover_naming_the_new_primary(
+    shard: Shard, leader: Member, standby: Member
+) -> None:
+    wait_for(
+        f"{shard.scope}-sync names {standby.name}",
+        lambda: shard.holder("sync", "sync_standby") == standby.name,
+        [leader, standby],
+    )
+    assert Failover.from_config_map(shard.configmap("config")) is None
+    leader.patronictl("switchover", shard.scope, "--leader", leader.name, "--candidate", standby.name, "--force")
+    wait_for(
+        f"{shard.scope}-config records the switchover to {standby.name}",
+        lambda: Failover.from_config_map(shard.configmap("config")) is not None,
+        [leader, standby],
+    )
+    last = Failover.from_config_map(shard.configmap("config"))
+    assert last is not None
+    assert (last.timeline, last.new_primary) == (2, standby.name)
+    assert last.at is not None
+    assert last.reason
+    assert standby.name in standby.patronictl("history", shard.scope)
+    wait_for(
+        f"{leader.name} streams from {standby.name} on timeline 2",
+        lambda: (state := read(shard, leader, standby)[leader.name]).streams and state.timeline == 2,
+        [leader, standby],
+    )
+
+
+def test_a_standby_rebuilt_by_patronictl_reinit_streams_again(shard: Shard, leader: Member, standby: Member) -> None:
+    """The runbook's command, flags as Patroni 4.1.5 takes them; after the switchover above, the first member is
+    the standby, and the second the primary."""
+    wait_for(
+        f"{standby.name} holds {shard.scope}-leader",
+        lambda: shard.holder("leader") == standby.name,
+        [leader, standby],
+    )
+    standby.patronictl("reinit", shard.scope, leader.name, "--force", "--wait")
+    wait_for(
+        f"{leader.name} streams again from {standby.name}",
+        lambda: read(shard, leader, standby)[leader.name].streams,
+        [leader, standby],
+    )
+    assert leader.name in standby.patronictl("list", "-e", shard.scope)

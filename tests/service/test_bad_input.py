@@ -212,3 +212,34 @@ def test_oversized_body_without_content_length_is_refused_with_413() -> None:
 
 def test_wrong_method_is_a_4xx(client: httpx.Client) -> None:
     assert client.get("/sync").status_code == 405
+
+
+# Patroni's marks are read, not validated: whatever a member or Patroni's ConfigMap holds, the answer is given.
+MALFORMED_MARKS = {
+    "status annotation not JSON": ("status", "{not json"),
+    "WAL position beyond 64 bits": ("status", '{"state":"running","role":"primary","xlog_location":' + "9" * 30 + "}"),
+    "history not JSON": ("history", "[[1,"),
+    "history line of the wrong types": ("history", '[["1","0/3000060",null,7,false]]'),
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED_MARKS))
+def test_patronis_malformed_marks_are_answered_leaving_out_what_they_would_say(client: httpx.Client, name: str) -> None:
+    from ..support.replication import answer, applied, healthy, parent, primary_slice, request, stages, sync_record
+
+    annotation, written = MALFORMED_MARKS[name]
+    pods = healthy()
+    config: Obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo-db-0-config", "annotations": {}}}
+    if annotation == "status":
+        pods[0]["metadata"]["annotations"]["status"] = written
+    else:
+        config["metadata"]["annotations"]["history"] = written
+    running = stages()["running"]
+    related = [*pods, config, sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+    body = request(parent(), applied(running["children"]), related)
+    response = client.post("/sync", json=body)
+    assert response.status_code == 200, response.text
+    shard = response.json()["status"]["replication"]["shards"][0]
+    said = shard["members"][1] if annotation == "status" else shard  # the standby's lag, or the last failover
+    assert not {"receiveLagMiB", "lastFailover"} & set(said)
+    assert answer(body)["status"]["replication"] == response.json()["status"]["replication"]

@@ -18,7 +18,7 @@ from hooks.spec import SELECTOR_LABELS, ShardDBSpec
 from testbed.models.world import World, bring_up
 from tests.support.crds import schema_errors
 from tests.support.hook import direct
-from tests.support.replication import stages
+from tests.support.replication import failed_over, stages
 from tests.support.samples import EVERY_FIELD
 from tools.crd_schema import POD_FIELDS
 
@@ -184,7 +184,7 @@ def test_status_schema_declares_every_field_the_hooks_write() -> None:
 
 def test_status_schema_declares_every_field_written_for_shards_with_members() -> None:
     """Else the API server prunes them, and Metacontroller writes the status at every sync."""
-    status = stages()["running"]["status"]
+    status = failed_over()["status"]
     declared = SCHEMA["properties"]["status"]["properties"]
     assert set(status) <= set(declared)
     assert schema_errors(status, SCHEMA["properties"]["status"]) == []

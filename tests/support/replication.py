@@ -125,14 +125,62 @@ def applied(children: list[Obj], *, ready: bool = True, seeded: bool = True) -> 
     return out
 
 
-def member_pod(shard: int, member: int, role: str | None, *, streaming: bool = True) -> Obj:
-    """A running member pod as Patroni marks it: its role label and its status annotation."""
+# The primary's WAL position in the samples: a byte count, as Patroni writes every position.
+HEAD_LSN = 67109016
+
+
+def patroni_status(
+    address: str,
+    role: str,
+    *,
+    state: str = "running",
+    xlog_location: int | None = HEAD_LSN,
+    replay_lsn: int | None = None,
+    receive_lsn: int | None = None,
+    replication_state: str | None = None,
+    timeline: int | None = 1,
+) -> str:
+    """A member's ``status`` annotation byte for byte as Patroni 4.1 writes it (``Ha.touch_member``): its keys in
+    that order, compact JSON; a position or state it has not read is left out, as Patroni leaves it."""
+    data: Obj = {
+        "conn_url": f"postgres://{address}:5432/postgres",
+        "api_url": f"http://{address}:8008/patroni",
+        "state": state,
+        "role": role,
+        "version": patroni.PATRONI_VERSION,
+    }
+    optional = {
+        "xlog_location": xlog_location,
+        "replay_lsn": replay_lsn,
+        "receive_lsn": receive_lsn,
+        "replication_state": replication_state,
+        "timeline": timeline,
+    }
+    data.update((key, value) for key, value in optional.items() if value is not None)
+    return json.dumps(data, separators=(",", ":"))
+
+
+def member_pod(shard: int, member: int, role: str | None, *, streaming: bool = True, behind: int = 0) -> Obj:
+    """A running member pod as Patroni marks it: its role label and its status annotation.
+
+    A standby has received and replayed up to ``behind`` bytes short of the primary's position.
+    """
     labels = {**patroni.member_selector("demo", shard)}
     if role is not None:
         labels[ROLE_LABEL] = role
-    state: Obj = {"state": "running", "role": "primary" if role == LEADER_LABEL_VALUE else "replica"}
-    if role == FOLLOWER_LABEL_VALUE and streaming:
-        state["replication_state"] = "streaming"
+    address = f"10.0.{shard}.{10 + member}"
+    if role == LEADER_LABEL_VALUE:
+        status = patroni_status(address, "primary")
+    else:
+        position = HEAD_LSN - behind
+        status = patroni_status(
+            address,
+            "replica",
+            xlog_location=position,
+            replay_lsn=position,
+            receive_lsn=position,
+            replication_state="streaming" if role == FOLLOWER_LABEL_VALUE and streaming else None,
+        )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -140,7 +188,7 @@ def member_pod(shard: int, member: int, role: str | None, *, streaming: bool = T
             "name": member_name("demo", shard, member),
             "namespace": "shop",
             "labels": labels,
-            "annotations": {STATUS_ANNOTATION: json.dumps(state)},
+            "annotations": {STATUS_ANNOTATION: status},
             "creationTimestamp": CREATED,
         },
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
@@ -161,6 +209,26 @@ def sync_record(shard: int, leader: int = 0, standby: int = 1) -> Obj:
             },
         },
     }
+
+
+def config_record(shard: int, history: str) -> Obj:
+    """Patroni's ``<scope>-config`` ConfigMap, its ``history`` annotation as written."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"demo-db-{shard}-config", "namespace": "shop", "annotations": {"history": history}},
+    }
+
+
+# Shard 1 switched over to member 0 once, as Patroni 4.1 records it in ``history``.
+SWITCHED = '[[1,50331808,"no recovery target specified","2026-05-05T05:01:02.345678+00:00","demo-db-1-0"]]'
+
+
+def failed_over() -> Obj:
+    """The running ShardDB's answer once shard 1 recorded a switchover: every status field written for members."""
+    running = stages()["running"]
+    marks = healthy() + [sync_record(s) for s in range(2)] + [primary_slice(s) for s in range(2)]
+    return answer(request(parent(), applied(running["children"]), [*marks, config_record(1, SWITCHED)]))
 
 
 def primary_slice(shard: int, member: int = 0, ready: bool = True) -> Obj:
