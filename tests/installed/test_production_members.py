@@ -610,12 +610,16 @@ class Disturbed:
     seconds: float  # until the primary runs and the standby streams again
 
 
-def disturb(install: Install, step: str, label: str, act: Callable[[Obj, Obj], None]) -> Disturbed:
-    """``act`` on (primary, standby) while writers and the poller watch; then wait for both to run as before."""
+def disturb(
+    install: Install, step: str, label: str, act: Callable[[Obj, Obj], None], replaced: str | None = None
+) -> Disturbed:
+    """``act`` on (primary, standby) while writers and the poller watch; then wait for both to run as before
+    (``replaced``: "standby" when its pod is made anew)."""
     pods = {pod["metadata"]["name"]: pod for pod in members(install)}
     primary, standby = primary_and_replica(list(pods.values()))
     assert primary, f"no primary to start from: {list(pods)}"
     assert standby, f"no replica to start from: {list(pods)}"
+    replaced = standby if replaced == "standby" else None
     changes = leader_changes(install)
     writers = Writers(
         install, NAMESPACE, f"{NAME}-{label}", (Target(PRIMARY_SERVICE, primary),), table=f"acked_{label}"
@@ -627,9 +631,15 @@ def disturb(install: Install, step: str, label: str, act: Callable[[Obj, Obj], N
     began = time.monotonic()
     act(pods[primary], pods[standby])
 
+    uids = {name: pod["metadata"]["uid"] for name, pod in pods.items()}
+
     def back() -> bool:
         now = members(install)
         poller.watch(now)
+        if any(p["metadata"].get("deletionTimestamp") for p in now):
+            return False  # a member still stopping shows what it was, not what it is
+        if replaced and {p["metadata"]["name"]: p["metadata"]["uid"] for p in now}.get(replaced) == uids[replaced]:
+            return False
         roles = sorted("primary" if running_primary(p) else "standby" if streaming_standby(p) else "?" for p in now)
         ready = all(
             c.get("status") == "True" for p in now for c in p["status"].get("conditions", []) if c["type"] == "Ready"
@@ -664,7 +674,7 @@ def standby_deleted(install: Install, failover: HandOver) -> Disturbed:
     def delete_standby(_: Obj, standby: Obj) -> None:
         delete_pod(install, standby)
 
-    return disturb(install, "standby pod deleted, 2 members (writes go on)", "standby", delete_standby)
+    return disturb(install, "standby pod deleted, 2 members (writes go on)", "standby", delete_standby, "standby")
 
 
 def test_deleting_the_standby_moves_no_primary(standby_deleted: Disturbed, report: Report) -> None:
