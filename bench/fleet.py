@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import tempfile
 import time
 from collections import Counter
@@ -28,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from testbed.real.audit import tally
+from testbed.real.audit import Write, tally
 from testbed.stack import Instance, Stack, StackOptions
 from testbed.standins.node import Behaviour
 
@@ -54,6 +55,7 @@ class Options:
     job_seconds: float = 2.0
     timeout_seconds: float = 1800.0
     upgrade_watch_seconds: float = 180.0
+    dump: Path | None = None  # where each bring-up's writes and hook calls go, one JSON line each
 
 
 @dataclass(frozen=True)
@@ -185,15 +187,49 @@ class Fleet:
         return Tally(seconds, tally(writes), self.stack.hook_calls() - calls)
 
 
-def bring_up(stack: Stack, source: Path, size: int, options: Options) -> FleetResult:
+def _write_line(write: Write) -> str:
+    """One write as a JSON line; a ShardDB's status write with the status it wrote."""
+    line: Obj = {
+        "at": write.at.isoformat(),
+        "began": write.began.isoformat(),
+        "kind": write.kind,
+        "resource": write.resource,
+        "name": write.name,
+        "code": write.code,
+    }
+    if write.status:
+        line["status"] = json.loads(write.status)
+    return json.dumps(line, sort_keys=True)
+
+
+def dump(stack: Stack, directory: Path, stem: str, namespace: str, mark: int, log_lines: int) -> None:
+    """Metacontroller's writes in ``namespace`` since ``mark`` and the hooks' log lines since ``log_lines``."""
+    assert stack.hooks is not None
+    directory.mkdir(parents=True, exist_ok=True)
+    writes = stack.metacontroller_writes(mark, namespace=namespace)
+    (directory / f"{stem}.writes.jsonl").write_text("".join(_write_line(w) + "\n" for w in writes))
+    lines = stack.hooks.stdout.read_text(errors="replace").splitlines()[log_lines:]
+    (directory / f"{stem}.hooks.jsonl").write_text("".join(line + "\n" for line in lines if '"msg":"hook"' in line))
+
+
+def _log_lines(stack: Stack) -> int:
+    assert stack.hooks is not None
+    return len(stack.hooks.stdout.read_text(errors="replace").splitlines())
+
+
+def bring_up(stack: Stack, source: Path, size: int, options: Options, role: str = "") -> FleetResult:
     fleet = Fleet(stack, f"fleet-{size}", example(source), options.partitions)
     try:
         names = [f"db-{index:03d}" for index in range(size)]
         mark, calls, start = stack.audit.mark(), stack.hook_calls(), time.monotonic()
+        log_lines = _log_lines(stack)
         fleet.create(names)
         fleet.wait_available(names, options.timeout_seconds)
         seconds = time.monotonic() - start
         bringup = fleet.tally(mark, calls, seconds)
+        if options.dump is not None:
+            stem = f"{role.replace(' ', '-') or 'run'}.fleet-{size}"
+            dump(stack, options.dump, stem, fleet.namespace, mark, log_lines)
         time.sleep(3)  # writes already queued when the last one turned Available
         mark, calls, start = stack.audit.mark(), stack.hook_calls(), time.monotonic()
         time.sleep(options.idle_seconds)
@@ -303,7 +339,7 @@ def measure(version: Version, options: Options, progress: Progress) -> None:
     try:
         progress(f"{_name(version)} stack up: API server {stack.control_plane.url}")
         for size in options.sizes:
-            result = bring_up(stack, version.source.directory, size, options)
+            result = bring_up(stack, version.source.directory, size, options, version.role)
             version.fleets[size] = result
             progress(f"{_name(version)} N={size}: {_fleet_line(result)}")
         if options.scale is not None:
@@ -458,6 +494,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         "--upgrade", type=int, default=0, help="instead: N ShardDBs by the baseline, then the current hooks (0: off)"
     )
     parser.add_argument("--upgrade-watch", type=float, default=180.0, help="seconds watched after the upgrade (180)")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="directory for each bring-up's writes and hook calls as JSON lines (read by python -m bench.statuses)",
+    )
     args = parser.parse_args(argv)
     options = Options(
         sizes=args.fleet,
@@ -469,6 +511,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         job_seconds=args.job_seconds,
         timeout_seconds=args.timeout,
         upgrade_watch_seconds=args.upgrade_watch,
+        dump=args.dump,
     )
     return args, options
 
