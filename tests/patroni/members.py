@@ -57,13 +57,15 @@ def podman(*args: str, timeout: float = 120.0) -> str:
 
 
 def load(archive: Path, name: str) -> str:
-    """The archive's image in podman's store under ``name`` (an OCI layout of one name, or a docker archive).
+    """The archive's image in podman's store under ``name`` (an OCI layout, or a docker archive).
 
+    An OCI layout may name one image under several refs (the test images' rollout ref): podman then asks
+    which, so the pull names it by ``name``'s tag, the layout's ``org.opencontainers.image.ref.name``.
     An older image of that name (an archive built before a change) is removed, so none piles up unnamed.
     """
     before = _image_id(name)
     if _is_oci(archive):
-        podman("pull", "-q", f"oci-archive:{archive}", timeout=600.0)
+        podman("pull", "-q", f"oci-archive:{archive}:{name.rsplit(':', 1)[-1]}", timeout=600.0)
     else:
         podman("load", "-q", "-i", str(archive), timeout=600.0)
     try:
