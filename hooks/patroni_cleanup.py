@@ -15,12 +15,11 @@ rendered, with its binding, only during that step of a deletion, so Patroni neve
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from . import names, patroni
+from . import names, patroni, patroni_jobs
 from .replication import SCOPE_LABEL
-from .spec import DEFAULT_CONTAINER_SECURITY_CONTEXT, DEFAULT_DB_POD_SECURITY_CONTEXT, ShardDBSpec
+from .spec import ShardDBSpec
 
 Obj = dict[str, Any]
 
@@ -61,10 +60,6 @@ sys.exit(1)
 """
 
 
-def _clone(value: Any) -> Any:
-    return json.loads(json.dumps(value))
-
-
 def name(parent: str) -> str:
     """The Job, its Role and RoleBinding: ``<name>-patroni-cleanup``, no longer than a shard's standby Service."""
     return f"{patroni.account_name(parent)}-{COMPONENT}"
@@ -97,37 +92,14 @@ def role_binding(parent: str, namespace: str, spec: ShardDBSpec) -> Obj:
         "kind": "RoleBinding",
         "metadata": _meta(parent),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name(parent)},
-        "subjects": [{"kind": "ServiceAccount", "name": _account(parent, spec), "namespace": namespace}],
+        "subjects": [{"kind": "ServiceAccount", "name": patroni_jobs.account(parent, spec), "namespace": namespace}],
     }
-
-
-def _account(parent: str, spec: ShardDBSpec) -> str:
-    return spec.service_account_name or patroni.account_name(parent)
 
 
 def job(parent: str, spec: ShardDBSpec) -> Obj:
     """One run of ``SCRIPT`` in ``dbImage``; never updated (Jobs are OnDelete), retried by its backoff."""
-    db = spec.db
-    container: Obj = {
-        "name": COMPONENT,
-        "image": spec.db_image,
-        "command": ["python3", "-c", SCRIPT],
-        "env": [{"name": "SHARDDB_PATRONI_SELECTOR", "value": selector(parent)}],
-        "securityContext": _clone(db.security_context or DEFAULT_CONTAINER_SECURITY_CONTEXT),
-    }
-    pod: Obj = {
-        "restartPolicy": "Never",
-        "serviceAccountName": _account(parent, spec),
-        "automountServiceAccountToken": True,
-        "securityContext": _clone(db.pod_security_context or DEFAULT_DB_POD_SECURITY_CONTEXT),
-    }
-    if spec.image_pull_secrets:
-        pod["imagePullSecrets"] = _clone(spec.image_pull_secrets)
-    if db.node_selector:
-        pod["nodeSelector"] = dict(db.node_selector)
-    if db.tolerations:
-        pod["tolerations"] = _clone(db.tolerations)
-    pod["containers"] = [container]
+    env = [{"name": "SHARDDB_PATRONI_SELECTOR", "value": selector(parent)}]
+    pod = patroni_jobs.script_pod(parent, spec, COMPONENT, SCRIPT, env)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

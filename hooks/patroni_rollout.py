@@ -26,9 +26,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from . import names, patroni
+from . import names, patroni, patroni_jobs
 from .replication import LEADER_LABEL_VALUE, ROLE_LABEL, Plan, member_name, shard_name
-from .spec import DEFAULT_CONTAINER_SECURITY_CONTEXT, DEFAULT_DB_POD_SECURITY_CONTEXT, ShardDBSpec
+from .spec import ShardDBSpec
 
 Obj = dict[str, Any]
 
@@ -141,10 +141,6 @@ print("every shard runs its latest template", flush=True)
 )
 
 
-def _clone(value: Any) -> Any:
-    return json.loads(json.dumps(value))
-
-
 def role_name(parent: str) -> str:
     """The Role and RoleBinding: ``<name>-patroni-rollout``, as long as the cleanup's."""
     return f"{patroni.account_name(parent)}-{COMPONENT}"
@@ -190,42 +186,18 @@ def role_binding(parent: str, namespace: str, spec: ShardDBSpec) -> Obj:
         "kind": "RoleBinding",
         "metadata": _meta(role_name(parent), parent),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name(parent)},
-        "subjects": [{"kind": "ServiceAccount", "name": _account(parent, spec), "namespace": namespace}],
+        "subjects": [{"kind": "ServiceAccount", "name": patroni_jobs.account(parent, spec), "namespace": namespace}],
     }
 
 
-def _account(parent: str, spec: ShardDBSpec) -> str:
-    return spec.service_account_name or patroni.account_name(parent)
-
-
 def _job_spec(parent: str, spec: ShardDBSpec, shards: int, plan: Plan) -> Obj:
-    db = spec.db
     env = [
         {"name": "SHARDDB_SHARD_SETS", "value": " ".join(shard_name(parent, shard) for shard in range(shards))},
         {"name": "SHARDDB_ROLE_LABEL", "value": ROLE_LABEL},
         {"name": "SHARDDB_LEADER", "value": LEADER_LABEL_VALUE},
         {"name": "SHARDDB_SYNCHRONOUS", "value": "true" if plan.synchronous else "false"},
     ]
-    container: Obj = {
-        "name": COMPONENT,
-        "image": spec.db_image,
-        "command": ["python3", "-c", SCRIPT],
-        "env": env,
-        "securityContext": _clone(db.security_context or DEFAULT_CONTAINER_SECURITY_CONTEXT),
-    }
-    pod: Obj = {
-        "restartPolicy": "Never",
-        "serviceAccountName": _account(parent, spec),
-        "automountServiceAccountToken": True,
-        "securityContext": _clone(db.pod_security_context or DEFAULT_DB_POD_SECURITY_CONTEXT),
-    }
-    if spec.image_pull_secrets:
-        pod["imagePullSecrets"] = _clone(spec.image_pull_secrets)
-    if db.node_selector:
-        pod["nodeSelector"] = dict(db.node_selector)
-    if db.tolerations:
-        pod["tolerations"] = _clone(db.tolerations)
-    pod["containers"] = [container]
+    pod = patroni_jobs.script_pod(parent, spec, COMPONENT, SCRIPT, env)
     # No deadline: a rollout that waits (a member down, a budget spent) waits, and evicts nothing meanwhile.
     return {
         "backoffLimit": BACKOFF_LIMIT,
