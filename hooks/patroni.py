@@ -62,13 +62,13 @@ DOWNWARD_API_DEFAULT_MODE = 0o644
 # state and a requested switchover. "history" is a key of its own in the other DCSs; reserved too.
 PATRONI_OWNED_SUFFIXES = ("leader", "config", "sync", "failover", "history")
 
-# Timing (seconds). Patroni raises a ttl under 20 to 20, and shortens loop_wait and retry_timeout
-# until loop_wait + 2 * retry_timeout <= ttl, so a primary that loses the API server for
-# retry_timeout still demotes itself before its lock expires. 30/10/10 is Patroni's default,
-# kept as given; ttl bounds how fast a lost node is noticed.
-TTL = 30
-LOOP_WAIT = 10
-RETRY_TIMEOUT = 10
+# Timing (seconds). Patroni raises a ttl under 20 to 20 and keeps loop_wait + 2 * retry_timeout
+# <= ttl, so a primary that loses the API server demotes itself before its lock can expire. The
+# floor ttl and a 5 s loop bound a lost node's failover at ttl + loop_wait (25 s) rather than the
+# 40 s of Patroni's 30/10/10, for one leader-lock patch per shard every 5 s.
+TTL = 20
+LOOP_WAIT = 5
+RETRY_TIMEOUT = 7
 # A standby more than this far behind (bytes) is not promoted on a failover.
 MAXIMUM_LAG_ON_FAILOVER = 1024 * 1024
 SUPERUSER = "postgres"
@@ -148,6 +148,10 @@ class PatroniConfig:
                     # synchronous_standby_names and writes go on, rather than hang until a person
                     # acts (cloudnative-pg#5257). Only the synchronous standby is ever promoted.
                     "synchronous_mode_strict": False,
+                    # The API server unreachable but every member answering Patroni's REST API: the
+                    # primary keeps serving instead of demoting after retry_timeout. A primary that
+                    # cannot reach its standby either still demotes, so it stays fenced.
+                    "failsafe_mode": True,
                     "postgresql": {"use_pg_rewind": True, "use_slots": True},
                 },
                 # Checksums let pg_rewind bring an old primary back as a standby.

@@ -655,6 +655,15 @@ def test_the_timing_keeps_patronis_rule() -> None:
     assert dcs["loop_wait"] + 2 * dcs["retry_timeout"] <= dcs["ttl"]
 
 
+def test_a_lost_primarys_lock_is_taken_over_within_thirty_seconds() -> None:
+    dcs = config(rendered())["bootstrap"]["dcs"]
+    assert dcs["ttl"] + dcs["loop_wait"] <= 25
+
+
+def test_a_primary_that_loses_the_api_server_keeps_serving_while_its_members_answer() -> None:
+    assert config(rendered())["bootstrap"]["dcs"]["failsafe_mode"] is True
+
+
 def test_each_shard_is_its_own_patroni_scope() -> None:
     objects = rendered()
     assert [config(objects, shard)["scope"] for shard in (0, 1)] == ["demo-db-0", "demo-db-1"]

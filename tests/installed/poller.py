@@ -104,6 +104,7 @@ class Poller:
     namespace: str
     name: str
     primary: str
+    node: str | None = None  # keep the poller on this node (beside a member, or out of a step that stops one)
     added: set[tuple[str, str]] = field(default_factory=set)
 
     def start(self, members: dict[str, str]) -> None:
@@ -133,6 +134,8 @@ class Poller:
                 ],
             },
         }
+        if self.node:
+            pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
         self.install.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
         wait_until(
             f"{self.name} running",

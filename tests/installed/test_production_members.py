@@ -233,17 +233,21 @@ def hand_over(writes: list[Write], stopped: str, since: float, writer_log: str) 
 def patroni_says(install: Install, pod: str, since: float) -> str:
     """What ``pod``'s Patroni logged of roles from ``since`` on, each line timed from it: its side of a hand-over."""
     log = install.kubectl("logs", "-n", NAMESPACE, pod, "-c", "db", "--timestamps", check=False)
-    words = ("leader", "promot", "demot", "shut", "lock", "following")
-    picked = []
+    words = ("leader", "promot", "demot", "shut", "lock", "following", "failsafe", "dcs")
+    picked: list[tuple[float, str, int]] = []
     for line in log.splitlines():
         stamp, _, text = line.partition(" ")
         try:
             at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
         except ValueError:
             continue
-        if at >= since - 1 and any(word in text.lower() for word in words):
-            picked.append(f"{at - since:+.1f} {text.strip()[-90:]}")
-    return " | ".join(picked[:8])
+        said = text.strip().split(": ", 1)[-1]  # without Patroni's own timestamp and level
+        if at >= since - 1 and any(word in said.lower() for word in words):
+            if picked and picked[-1][1] == said:
+                picked[-1] = (picked[-1][0], said, picked[-1][2] + 1)  # a line Patroni repeats every loop
+            else:
+                picked.append((at - since, said, 1))
+    return " | ".join(f"{at:+.1f} {said[-90:]}{f' (x{n})' if n > 1 else ''}" for at, said, n in picked[:8])
 
 
 # Every member's stable name, for a client that finds the primary itself (libpq tries each in turn).
@@ -251,19 +255,19 @@ EVERY_MEMBER = ",".join(f"{SHARD}-{member}.{SHARD}" for member in range(2))
 READ_WRITE = (("PGTARGETSESSIONATTRS", "read-write"),)
 
 
-def direct_writers(install: Install, label: str, primary: str) -> Writers:
+def direct_writers(install: Install, label: str, primary: str, node: str | None = None) -> Writers:
     """A writer given every member's address and ``target_session_attrs=read-write``, started: it does not wait
     for the ``-primary`` Service to follow the role label."""
     target = (Target(EVERY_MEMBER, primary),)
     name = f"{NAME}-{label}-direct"
-    writers = Writers(install, NAMESPACE, name, target, env=READ_WRITE, table=f"acked_{label}_direct")
+    writers = Writers(install, NAMESPACE, name, target, env=READ_WRITE, table=f"acked_{label}_direct", node=node)
     writers.start()
     return writers
 
 
-def start_polling(install: Install, pods: list[Obj], step: str) -> Poller:
+def start_polling(install: Install, pods: list[Obj], step: str, node: str | None = None) -> Poller:
     """A poller on every member's address, once it hears the primary say f and the standby t."""
-    poller = Poller(install, NAMESPACE, f"{POLLER}-{step}", PRIMARY_SERVICE)
+    poller = Poller(install, NAMESPACE, f"{POLLER}-{step}", PRIMARY_SERVICE, node)
     poller.start({pod["metadata"]["name"]: pod["status"]["podIP"] for pod in pods})
     primary, standby = primary_and_replica(pods)
     wanted = {(primary, "f"), (standby, "t")}
@@ -608,6 +612,7 @@ class Disturbed:
     lost: frozenset[int]
     polled: list[Answer]
     seconds: float  # until the primary runs and the standby streams again
+    since: float  # when the step began (the epoch)
 
 
 def disturb(
@@ -663,7 +668,7 @@ def disturb(
     for each in (writers, direct, poller):
         each.stop()
     return Disturbed(
-        now_primary, leader_changes(install) - changes, outage, direct_outage, len(acked), lost, polled, seconds
+        now_primary, leader_changes(install) - changes, outage, direct_outage, len(acked), lost, polled, seconds, since
     )
 
 
@@ -730,6 +735,217 @@ def test_no_two_members_accept_writes_at_once_when_the_postmaster_is_killed(
     assert both_written(postmaster_killed.polled) == []
 
 
+# --- the API server down: the primary keeps serving (Patroni's failsafe mode) ------------------------
+
+API_DOWN_SECONDS = 30
+
+
+@pytest.fixture(scope="module")
+def api_server_down(install: Install, postmaster_killed: Disturbed) -> Disturbed:
+    """The API server stopped for 30 s and started again on its data, as a control plane's outage."""
+    _ = postmaster_killed  # after the postmaster's step
+    plane = install.stack.control_plane
+
+    def outage(_: Obj, __: Obj) -> None:
+        plane.kill("kube-apiserver")
+        time.sleep(API_DOWN_SECONDS)
+        plane.restart("kube-apiserver")
+
+    return disturb(install, f"API server down {API_DOWN_SECONDS} s, 2 members", "apiserver", outage)
+
+
+def test_with_the_api_server_down_the_primary_stays_primary(
+    install: Install, api_server_down: Disturbed, report: Report
+) -> None:
+    said = patroni_says(install, api_server_down.primary, api_server_down.since)
+    report(f"API server down: primary changes {api_server_down.changes}; its Patroni: {said}")
+    assert api_server_down.changes == 0
+    assert "failsafe" in said, "the primary's Patroni never said it kept leading in failsafe mode"
+
+
+def test_no_acknowledged_commit_is_lost_while_the_api_server_is_down(
+    api_server_down: Disturbed, outages: Record
+) -> None:
+    outages(api_server_down.outage)
+    outages(api_server_down.direct)
+    assert api_server_down.acked > 0
+    assert api_server_down.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_while_the_api_server_is_down(api_server_down: Disturbed) -> None:
+    assert both_primary(api_server_down.polled) == []
+    assert both_written(api_server_down.polled) == []
+
+
+# --- the primary's node cut off from its peers and the API server, then powered off -------------------
+
+
+@dataclass(frozen=True)
+class NodeLost:
+    """The primary's node lost under writers and pollers kept on another node, then back."""
+
+    old: str
+    new: str
+    node: str
+    outage: Outage
+    direct: Outage
+    acked: int
+    lost: frozenset[int]
+    polled: list[Answer]  # every poller's, the one beside the old primary included
+    seconds_to_new_primary: float
+    seconds_to_rejoined: float
+    since: float
+    old_patroni: str  # what the old primary's Patroni logged (nothing when its node lost power)
+
+
+def last_said_primary(polled: list[Answer], member: str, since: float) -> float | None:
+    """When ``member`` last answered ``f`` (a primary) to a question asked after ``since``."""
+    said = [a.answered for a in polled if a.member == member and a.answer == "f" and a.asked >= since]
+    return max(said, default=None)
+
+
+def first_said_primary(polled: list[Answer], member: str, since: float) -> float | None:
+    """When ``member`` was first asked a question after ``since`` that it answered ``f``."""
+    said = [a.asked for a in polled if a.member == member and a.answer == "f" and a.asked >= since]
+    return min(said, default=None)
+
+
+def lose_primarys_node(install: Install, step: str, label: str, *, power: bool) -> NodeLost:
+    """The primary's node cut off (``power``: and its power cut), while writers and a poller on the standby's
+    node watch and, when only cut off, a poller beside the old primary too; back once the standby leads."""
+    pods = {pod["metadata"]["name"]: pod for pod in members(install)}
+    old, other = primary_and_replica(list(pods.values()))
+    assert old, f"no primary to start from: {list(pods)}"
+    assert other, f"no replica to start from: {list(pods)}"
+    assert install.stack.cluster is not None
+    node = install.stack.cluster.node(pods[old]["spec"]["nodeName"])
+    elsewhere = pods[other]["spec"]["nodeName"]
+    target = (Target(PRIMARY_SERVICE, old),)
+    writers = Writers(install, NAMESPACE, f"{NAME}-{label}", target, node=elsewhere, table=f"acked_{label}")
+    writers.start()
+    direct = direct_writers(install, label, old, node=elsewhere)
+    pollers = [start_polling(install, list(pods.values()), label, node=elsewhere)]
+    if not power:  # a client beside the old primary: what the cut-off side could still write
+        pollers.append(start_polling(install, list(pods.values()), f"{label}-beside", node=node.name))
+    since = time.time()
+    began = time.monotonic()
+    if power:
+        node.shut_down()
+    else:
+        node.cut()
+    try:
+
+        def new_primary() -> bool:
+            now = {pod["metadata"]["name"]: pod for pod in members(install)}
+            return running_primary(now.get(other, {"metadata": {}}))
+
+        wait_until(f"{other} the running primary, no person acting", new_primary, 120, every=0.5)
+        to_new = time.monotonic() - began
+        writers.wait_acknowledged()
+        direct.wait_acknowledged()
+    finally:
+        if power:
+            node.restore()
+        else:
+            node.mend()
+        wait_until(f"{node.name} Ready", lambda: install.node_ready(node.name) == "True", 180)
+
+    def rejoined() -> bool:
+        now = {pod["metadata"]["name"]: pod for pod in members(install)}
+        return streaming_standby(now.get(old, {"metadata": {}})) and running_primary(now.get(other, {"metadata": {}}))
+
+    wait_until(f"{old} back as a streaming standby", rejoined, 300, every=0.5)
+    to_rejoined = time.monotonic() - began
+    time.sleep(2)  # the pollers ask every member once more
+    polled = [answer for poller in pollers for answer in poller.answers()]
+    old_patroni = "" if power else patroni_says(install, old, since)
+    outage = writers.outage(step, since, [0])
+    direct_outage = direct.outage(f"{step}: a client given every member, read-write", since, [0])
+    writers.targets = (Target(PRIMARY_SERVICE, other),)  # the rows are read on the new primary
+    direct.targets = (Target(EVERY_MEMBER, other),)
+    acked = writers.tally(0).acked
+    lost = writers.lost(0) | (direct.lost(0) if direct.tally(0).acked else frozenset({-1}))
+    writers.stop()
+    direct.stop()
+    for poller in pollers:
+        poller.stop()
+    return NodeLost(
+        old, other, node.name, outage, direct_outage, len(acked), lost, polled, to_new, to_rejoined, since, old_patroni
+    )
+
+
+def report_node_lost(report: Report, what: str, step: NodeLost) -> None:
+    last = last_said_primary(step.polled, step.old, step.since)
+    first = first_said_primary(step.polled, step.new, step.since)
+    report(
+        f"{what} ({step.node}) {step.old} -> {step.new}: primary after {step.seconds_to_new_primary:.1f} s, old one "
+        f"streaming after {step.seconds_to_rejoined:.1f} s; {step.old} last said f at "
+        f"{'never' if last is None else f'{last - step.since:+.1f} s'}, {step.new} first at "
+        f"{'never' if first is None else f'{first - step.since:+.1f} s'}; old primary's Patroni: "
+        f"{step.old_patroni or '-'}; polled {watched(step.polled)}"
+    )
+
+
+@pytest.fixture(scope="module")
+def cut_off(install: Install, api_server_down: Disturbed) -> NodeLost:
+    _ = api_server_down  # after the API server's step
+    return lose_primarys_node(
+        install, "primary's node cut off from its peers and the API server, 2 members", "cut", power=False
+    )
+
+
+def test_a_primary_cut_off_is_replaced_by_its_standby_with_no_person_acting(cut_off: NodeLost, report: Report) -> None:
+    report_node_lost(report, "cut off", cut_off)
+    assert cut_off.new != cut_off.old
+
+
+def test_a_primary_cut_off_stops_taking_writes_before_its_standby_takes_over(cut_off: NodeLost) -> None:
+    last = last_said_primary(cut_off.polled, cut_off.old, cut_off.since)
+    first = first_said_primary(cut_off.polled, cut_off.new, cut_off.since)
+    assert last is not None, "the poller beside the old primary never heard it say f after the cut"
+    assert first is not None, "the new primary was never heard saying f"
+    assert last < first
+
+
+def test_no_acknowledged_commit_is_lost_when_the_primarys_node_is_cut_off(cut_off: NodeLost, outages: Record) -> None:
+    outages(cut_off.outage)
+    outages(cut_off.direct)
+    assert cut_off.acked > 0
+    assert cut_off.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_when_the_primarys_node_is_cut_off(cut_off: NodeLost) -> None:
+    assert both_primary(cut_off.polled) == []
+    assert both_written(cut_off.polled) == []
+
+
+@pytest.fixture(scope="module")
+def powered_off(install: Install, cut_off: NodeLost) -> NodeLost:
+    _ = cut_off  # after the cut
+    return lose_primarys_node(install, "primary's node powered off, 2 members", "power", power=True)
+
+
+def test_a_primary_whose_node_loses_power_is_replaced_by_its_standby_with_no_person_acting(
+    powered_off: NodeLost, report: Report
+) -> None:
+    report_node_lost(report, "powered off", powered_off)
+    assert powered_off.new != powered_off.old
+
+
+def test_no_acknowledged_commit_is_lost_when_the_primarys_node_loses_power(
+    powered_off: NodeLost, outages: Record
+) -> None:
+    outages(powered_off.outage)
+    outages(powered_off.direct)
+    assert powered_off.acked > 0
+    assert powered_off.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_when_the_primarys_node_loses_power(powered_off: NodeLost) -> None:
+    assert both_primary(powered_off.polled) == []
+    assert both_written(powered_off.polled) == []
+
+
 # --- the deletion ------------------------------------------------------------------------------
 
 
@@ -742,9 +958,9 @@ class Deleted:
 
 
 @pytest.fixture(scope="module")
-def deleted(install: Install, postmaster_killed: Disturbed) -> Deleted:
+def deleted(install: Install, powered_off: NodeLost) -> Deleted:
     """The ShardDB deleted once the last step is over (its members as that step left them)."""
-    assert postmaster_killed.primary in {pod["metadata"]["name"] for pod in members(install)}
+    assert powered_off.new in {pod["metadata"]["name"] for pod in members(install)}
     mark = install.stack.audit.mark()
     install.kubectl("-n", NAMESPACE, "delete", "sharddb", NAME, "--wait=false")
     wait_until(
