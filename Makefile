@@ -16,10 +16,11 @@ BASELINE_SETTINGS ?= f079df8
 SOAK ?= 10
 SOAK_E2E ?= all
 SOAK_DATA ?= all
+HA_RUNS ?= 20
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: help run render test machine unit e2e data installed patroni soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency chaos crd testbin venv image rules promtool clean
+.PHONY: help run render test machine unit e2e data installed patroni soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency bench-ha chaos crd testbin venv image rules promtool clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -150,6 +151,11 @@ bench-upgrade: venv testbin
 ## resync period and client budget side by side (docs/operating/change-latency.md; about 40 minutes).
 bench-latency: venv testbin
 	$(BIN)/python -m bench.latency --idle $(IDLE) --baseline $(BASELINE_SETTINGS)
+
+## HA_RUNS runs (20) of the installed tier's members module, each a stack of its own (about 8-10 minutes each on 2
+## cores): the client-visible outage of each fault step, p50 and max over the runs; needs root.
+bench-ha: venv testbin nodebin images
+	$(BIN)/python -m bench.ha --runs $(HA_RUNS)
 
 ## The fault campaign: CHAOS_FLEET ShardDBs on two partitions through their whole life, without and then
 ## with every component failing at random moments; fails when an invariant breaks (docs/reliability/faults.md).

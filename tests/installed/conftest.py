@@ -12,6 +12,9 @@ saying so elsewhere; it is never skipped.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -115,3 +118,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(HEADER)
         for outage in _outages:
             terminalreporter.write_line(outage.row())
+    if path := os.environ.get("SHARDDB_OUTAGES_JSON"):
+        # make bench-ha repeats the session and reads each one's outages back from this file.
+        Path(path).write_text(json.dumps([dataclasses.asdict(outage) for outage in _outages], indent=1) + "\n")
