@@ -241,13 +241,15 @@ def patroni_says(install: Install, pod: str, since: float) -> str:
             at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
         except ValueError:
             continue
+        if text.startswith((" ", "\t", "Traceback")):
+            continue  # a traceback's lines: its last line says what failed
         said = text.strip().split(": ", 1)[-1]  # without Patroni's own timestamp and level
         if at >= since - 1 and any(word in said.lower() for word in words):
             if picked and picked[-1][1] == said:
                 picked[-1] = (picked[-1][0], said, picked[-1][2] + 1)  # a line Patroni repeats every loop
             else:
                 picked.append((at - since, said, 1))
-    return " | ".join(f"{at:+.1f} {said[-90:]}{f' (x{n})' if n > 1 else ''}" for at, said, n in picked[:8])
+    return " | ".join(f"{at:+.1f} {said[:110]}{f' (x{n})' if n > 1 else ''}" for at, said, n in picked[:10])
 
 
 # Every member's stable name, for a client that finds the primary itself (libpq tries each in turn).

@@ -5,6 +5,10 @@ Each test runs on both images (the recipe users build, and the same made from De
 
 from __future__ import annotations
 
+import json
+import shlex
+from pathlib import Path
+
 from hooks.replication import (
     FOLLOWER_LABEL_VALUE,
     LEADER_LABEL_VALUE,
@@ -154,3 +158,36 @@ def test_a_standby_rebuilt_by_patronictl_reinit_streams_again(shard: Shard, lead
         [leader, standby],
     )
     assert leader.name in standby.patronictl("list", "-e", shard.scope)
+
+
+# --- the replication page's edit-config, for a shard made before failsafe_mode ---------------------------
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "reliability" / "replication.md"
+TIMING = ("ttl", "loop_wait", "retry_timeout", "failsafe_mode")
+
+
+def documented_edit_config() -> list[str]:
+    """The arguments after ``edit-config`` in the page's command, as a user pastes it."""
+    line = next(line for line in PAGE.read_text().splitlines() if "patronictl" in line and " edit-config " in line)
+    return ["edit-config", *shlex.split(line.split(" edit-config ", 1)[1])]
+
+
+def timing(shard: Shard) -> dict[str, object]:
+    found = shard.configmap("config")
+    assert found is not None
+    config: dict[str, object] = json.loads(found["metadata"]["annotations"]["config"])
+    return {key: config.get(key) for key in TIMING}
+
+
+def test_the_documented_edit_config_gives_a_shard_made_before_failsafe_mode_todays_timing(
+    shard: Shard, leader: Member, standby: Member
+) -> None:
+    wait_for(f"{shard.scope} has a leader", lambda: shard.holder("leader") is not None, [leader, standby])
+    bootstrapped = timing(shard)
+    leader.patronictl(
+        "edit-config", "--force", "-s", "ttl=30", "-s", "loop_wait=10", "-s", "retry_timeout=10", "-s",
+        "failsafe_mode=false",
+    )  # fmt: skip
+    assert timing(shard) == {"ttl": 30, "loop_wait": 10, "retry_timeout": 10, "failsafe_mode": False}
+    leader.patronictl(*documented_edit_config())
+    assert timing(shard) == bootstrapped == {"ttl": 20, "loop_wait": 5, "retry_timeout": 7, "failsafe_mode": True}
