@@ -28,6 +28,10 @@ LABEL = "sharddb-test/poller"  # left out of drains, as a client on another mach
 TABLE = "poller_writes"
 TARGETS = "/tmp/targets"
 SCRIPT = f"""
+until PGCONNECT_TIMEOUT=2 psql -XqAt -h "$PRIMARY" -U postgres -d postgres \\
+  -c 'create table if not exists {TABLE} (member text, at timestamptz default now())' >/dev/null 2>&1; do
+  sleep 0.5
+done
 poll() {{
   while true; do
     asked=$(date +%s.%N)
@@ -107,15 +111,8 @@ class Poller:
     node: str | None = None  # keep the poller on this node (beside a member, or out of a step that stops one)
     added: set[tuple[str, str]] = field(default_factory=set)
 
-    def start(self, members: dict[str, str]) -> None:
-        """Create the table through the primary, start the pod, and poll ``members`` (name → address)."""
-        phase, log = self.install.run_pod(
-            f"{self.name}-table",
-            self.namespace,
-            f"PGPASSWORD={PASSWORD} psql -XqAt -h {self.primary} -U postgres -d postgres "
-            f"-c 'create table if not exists {TABLE} (member text, at timestamptz default now())'",
-        )
-        assert phase == "Succeeded", log
+    def launch(self) -> None:
+        """Create the pod; it makes its table through ``primary`` before it asks anything."""
         pod: Obj = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -129,7 +126,7 @@ class Poller:
                         "name": "poller",
                         "image": workloads.POSTGRES,
                         "command": ["bash", "-c", SCRIPT],
-                        "env": [{"name": "PGPASSWORD", "value": PASSWORD}],
+                        "env": [{"name": "PGPASSWORD", "value": PASSWORD}, {"name": "PRIMARY", "value": self.primary}],
                     }
                 ],
             },
@@ -137,6 +134,9 @@ class Poller:
         if self.node:
             pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
         self.install.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+
+    def wait_running(self, members: dict[str, str]) -> None:
+        """Once the pod runs, poll ``members`` (name → address)."""
         wait_until(
             f"{self.name} running",
             lambda: self.install.get("pod", "-n", self.namespace, self.name)["status"].get("phase") == "Running",

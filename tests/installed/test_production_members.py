@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 import pytest
 import yaml
@@ -33,7 +34,7 @@ from testbed.real.audit import Write
 from ..support.examples import PASSWORD
 from ..support.sharddbs import wait_until
 from .conftest import Record, Report
-from .installs import Install, Obj, cache_gone_before_shards
+from .installs import Install, Obj, cache_gone_before_shards, failed_calls
 from .poller import LABEL as POLLER_LABEL
 from .poller import Answer, Poller, both_primary, both_written, longest_wait
 from .writers import LABEL, Outage, Target, Writers
@@ -257,24 +258,58 @@ EVERY_MEMBER = ",".join(f"{SHARD}-{member}.{SHARD}" for member in range(2))
 READ_WRITE = (("PGTARGETSESSIONATTRS", "read-write"),)
 
 
-def direct_writers(install: Install, label: str, primary: str, node: str | None = None) -> Writers:
-    """A writer given every member's address and ``target_session_attrs=read-write``, started: it does not wait
-    for the ``-primary`` Service to follow the role label."""
+@dataclass(frozen=True)
+class Clients:
+    """A step's clients: a writer through ``-primary``, one given every member, and the pollers."""
+
+    writers: Writers
+    direct: Writers
+    pollers: list[Poller]
+
+    def stop(self) -> None:
+        self.writers.stop()
+        self.direct.stop()
+        for poller in self.pollers:
+            poller.stop()
+
+
+def start_clients(
+    install: Install, label: str, pods: list[Obj], *, cache: bool = False, node: str | None = None, beside: str = ""
+) -> Clients:
+    """The step's clients, their pods created together: a writer through ``-primary`` (and the cache's, if
+    ``cache``), a writer given every member's address with ``target_session_attrs=read-write`` (it does not wait
+    for the Service to follow the role label), and a poller on every member's address (another on ``beside``,
+    if given); each writing, and each poller hearing the primary say f and the standby t. ``node``: where they run."""
+    primary, standby = primary_and_replica(pods)
+    assert primary, f"no primary to start from: {[pod['metadata']['name'] for pod in pods]}"
+    assert standby, f"no replica to start from: {[pod['metadata']['name'] for pod in pods]}"
+    writers = Writers(
+        install,
+        NAMESPACE,
+        f"{NAME}-{label}",
+        (Target(PRIMARY_SERVICE, primary),),
+        cache=f"{NAME}-cache" if cache else None,
+        node=node,
+        table=f"acked_{label}",
+    )
     target = (Target(EVERY_MEMBER, primary),)
     name = f"{NAME}-{label}-direct"
-    writers = Writers(install, NAMESPACE, name, target, env=READ_WRITE, table=f"acked_{label}_direct", node=node)
-    writers.start()
-    return writers
-
-
-def start_polling(install: Install, pods: list[Obj], step: str, node: str | None = None) -> Poller:
-    """A poller on every member's address, once it hears the primary say f and the standby t."""
-    poller = Poller(install, NAMESPACE, f"{POLLER}-{step}", PRIMARY_SERVICE, node)
-    poller.start({pod["metadata"]["name"]: pod["status"]["podIP"] for pod in pods})
-    primary, standby = primary_and_replica(pods)
+    direct = Writers(install, NAMESPACE, name, target, node=node, env=READ_WRITE, table=f"acked_{label}_direct")
+    pollers = [Poller(install, NAMESPACE, f"{POLLER}-{label}", PRIMARY_SERVICE, node)]
+    if beside:
+        pollers.append(Poller(install, NAMESPACE, f"{POLLER}-{label}-beside", PRIMARY_SERVICE, beside))
+    writers.launch()
+    direct.launch()
+    for poller in pollers:
+        poller.launch()
+    writers.wait_writing()
+    direct.wait_writing()
+    addresses = {pod["metadata"]["name"]: pod["status"]["podIP"] for pod in pods}
     wanted = {(primary, "f"), (standby, "t")}
-    wait_until("the poller hearing the primary say f and the standby t", lambda: poller.hearing(wanted), 120)
-    return poller
+    for poller in pollers:
+        poller.wait_running(addresses)
+        wait_until(f"{poller.name} hearing the primary say f and the standby t", partial(poller.hearing, wanted), 120)
+    return Clients(writers, direct, pollers)
 
 
 def watched(polled: list[Answer]) -> str:
@@ -282,6 +317,53 @@ def watched(polled: list[Answer]) -> str:
     seen = sorted({each.member for each in polled})
     counts = {member: sum(1 for each in polled if each.member == member) for member in seen}
     return ", ".join(f"{m} {counts[m]} times (longest wait {longest_wait(polled, m):.2f} s)" for m in seen)
+
+
+# --- a busy shard: what Patroni's loop costs Metacontroller and the hooks ---------------------------------
+
+BUSY_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Busy:
+    """A quiet spell under a writer: the member pods' patches by Patroni and the syncs of the ShardDB."""
+
+    seconds: float
+    patches: int  # of member pods, by Patroni's account (its role label and status annotation)
+    syncs: float  # sync calls answered 200 or 304
+    failed: dict[str, float]
+
+
+@pytest.fixture(scope="module")
+def busy(install: Install, brought_up: BroughtUp) -> Busy:
+    _ = brought_up
+    primary, _standby = primary_and_replica(members(install))
+    writers = Writers(install, NAMESPACE, f"{NAME}-busy", (Target(PRIMARY_SERVICE, primary),), table="acked_busy")
+    writers.start()
+    before = install.hook_calls()
+    mark = install.stack.audit.mark()
+    began = time.monotonic()
+    time.sleep(BUSY_SECONDS)
+    after = install.hook_calls()
+    seconds = time.monotonic() - began
+    patroni = f"system:serviceaccount:{NAMESPACE}:{NAME}-patroni"
+    writes = install.stack.audit.since(mark, namespace=NAMESPACE)
+    patches = sum(1 for w in writes if w.resource == "pods" and w.verb == "patch" and w.user == patroni)
+    writers.stop()
+    syncs = sum(after[key] - before.get(key, 0.0) for key in ("sync 200", "sync 304") if key in after)
+    return Busy(seconds, patches, syncs, failed_calls(before, after))
+
+
+def test_a_busy_shard_is_synced_only_as_patroni_patches_its_member_pods(busy: Busy, report: Report) -> None:
+    """Each member's pod is patched when its WAL position moves (at most once a loop), and each patch
+    requeues the ShardDB: a sync answered at once, with nothing to write. Nothing else drives syncs."""
+    report(
+        f"under a writer for {busy.seconds:.0f} s: {busy.patches} patches of member pods by Patroni, "
+        f"{busy.syncs:.0f} syncs of the ShardDB"
+    )
+    assert busy.failed == {}
+    assert busy.patches > 0
+    assert busy.syncs <= busy.patches + 2  # and at most the resync and a status write's own event
 
 
 # --- a rollout of dbImage: the standby first, one hand-over ---------------------------------------------
@@ -308,18 +390,15 @@ class Rolled:
 
 
 @pytest.fixture(scope="module")
-def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
-    _ = brought_up  # the ShardDB is up first
+def rolled(install: Install, busy: Busy) -> Rolled:
+    _ = busy  # the ShardDB is up, and measured quiet, first
     pods = members(install)
     primary, standby = primary_and_replica(pods)
     assert primary, [pod["metadata"]["name"] for pod in pods]
     assert standby, [pod["metadata"]["name"] for pod in pods]
     changes = leader_changes(install)
-    target = (Target(PRIMARY_SERVICE, primary),)
-    writers = Writers(install, NAMESPACE, f"{NAME}-rollout", target, cache=f"{NAME}-cache", table="acked_rollout")
-    writers.start()
-    direct = direct_writers(install, "rollout", primary)
-    poller = start_polling(install, pods, "rollout")
+    clients = start_clients(install, "rollout", pods, cache=True)
+    writers, direct, poller = clients.writers, clients.direct, clients.pollers[0]
     mark = install.stack.audit.mark()
     since = time.time()
     began = time.monotonic()
@@ -445,11 +524,8 @@ def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], s
     assert old_name, f"no primary to start from: {list(pods)}"
     assert other_name, f"no replica to start from: {list(pods)}"
     old_uid = pods[old_name]["metadata"]["uid"]
-    target = (Target(PRIMARY_SERVICE, old_name),)
-    writers = Writers(install, NAMESPACE, f"{NAME}-{label}", target, cache=f"{NAME}-cache", table=f"acked_{label}")
-    writers.start()
-    direct = direct_writers(install, label, old_name)
-    poller = start_polling(install, list(pods.values()), label)
+    clients = start_clients(install, label, list(pods.values()), cache=True)
+    writers, direct, poller = clients.writers, clients.direct, clients.pollers[0]
     mark = install.stack.audit.mark()
     since = time.time()
     began = time.monotonic()
@@ -628,12 +704,8 @@ def disturb(
     assert standby, f"no replica to start from: {list(pods)}"
     replaced = standby if replaced == "standby" else None
     changes = leader_changes(install)
-    writers = Writers(
-        install, NAMESPACE, f"{NAME}-{label}", (Target(PRIMARY_SERVICE, primary),), table=f"acked_{label}"
-    )
-    writers.start()
-    direct = direct_writers(install, label, primary)
-    poller = start_polling(install, list(pods.values()), label)
+    clients = start_clients(install, label, list(pods.values()))
+    writers, direct, poller = clients.writers, clients.direct, clients.pollers[0]
     since = time.time()
     began = time.monotonic()
     act(pods[primary], pods[standby])
@@ -822,13 +894,9 @@ def lose_primarys_node(install: Install, step: str, label: str, *, power: bool) 
     assert install.stack.cluster is not None
     node = install.stack.cluster.node(pods[old]["spec"]["nodeName"])
     elsewhere = pods[other]["spec"]["nodeName"]
-    target = (Target(PRIMARY_SERVICE, old),)
-    writers = Writers(install, NAMESPACE, f"{NAME}-{label}", target, node=elsewhere, table=f"acked_{label}")
-    writers.start()
-    direct = direct_writers(install, label, old, node=elsewhere)
-    pollers = [start_polling(install, list(pods.values()), label, node=elsewhere)]
-    if not power:  # a client beside the old primary: what the cut-off side could still write
-        pollers.append(start_polling(install, list(pods.values()), f"{label}-beside", node=node.name))
+    # When only cut off, a poller beside the old primary too: what the cut-off side could still write.
+    clients = start_clients(install, label, list(pods.values()), node=elsewhere, beside="" if power else node.name)
+    writers, direct, pollers = clients.writers, clients.direct, clients.pollers
     since = time.time()
     began = time.monotonic()
     if power:
@@ -867,10 +935,7 @@ def lose_primarys_node(install: Install, step: str, label: str, *, power: bool) 
     direct.targets = (Target(EVERY_MEMBER, other),)
     acked = writers.tally(0).acked
     lost = writers.lost(0) | (direct.lost(0) if direct.tally(0).acked else frozenset({-1}))
-    writers.stop()
-    direct.stop()
-    for poller in pollers:
-        poller.stop()
+    clients.stop()
     return NodeLost(
         old, other, node.name, outage, direct_outage, len(acked), lost, polled, to_new, to_rejoined, since, old_patroni
     )
@@ -948,6 +1013,95 @@ def test_no_two_members_accept_writes_at_once_when_the_primarys_node_loses_power
     assert both_written(powered_off.polled) == []
 
 
+# --- hibernation and wake: the teardown's order, no failover while stopping, the data and roles kept ----
+
+
+@dataclass(frozen=True)
+class Slept:
+    """The ShardDB hibernated under a writer, then woken."""
+
+    cache_gone: list[float]
+    members_stopped: list[float]
+    changes_while_stopping: int  # primary changes Patroni's history gained while the members stopped
+    left_running: list[str]  # member pods once Hibernated (none)
+    seconds_to_sleep: float
+    seconds_to_wake: float
+    acked: int
+    lost: frozenset[int]
+    role_kept: str  # what the woken primary says of the role made before the sleep
+
+
+def phase(install: Install) -> str:
+    return str(install.get("sharddb", "-n", NAMESPACE, NAME).get("status", {}).get("phase", ""))
+
+
+def psql_on(install: Install, pod: str, statement: str) -> str:
+    """``psql`` as the superuser on the member's own socket (trust there, as the rendered pg_hba says)."""
+    return install.kubectl(
+        "exec", "-n", NAMESPACE, pod, "-c", "db", "--", "psql", "-XqAt", "-U", "postgres", "-c", statement
+    ).strip()
+
+
+@pytest.fixture(scope="module")
+def slept(install: Install, powered_off: NodeLost) -> Slept:
+    _ = powered_off  # after the node steps
+    primary, _standby = primary_and_replica(members(install))
+    assert primary, [pod["metadata"]["name"] for pod in members(install)]
+    psql_on(install, primary, "CREATE ROLE sleeper LOGIN")
+    writers = Writers(install, NAMESPACE, f"{NAME}-sleep", (Target(PRIMARY_SERVICE, primary),), table="acked_sleep")
+    writers.start()
+    changes = leader_changes(install)
+    mark = install.stack.audit.mark()
+    began = time.monotonic()
+    install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", '{"spec":{"hibernated":true}}')
+    wait_until(f"{NAME} Hibernated", lambda: phase(install) == "Hibernated", 300, every=1)
+    to_sleep = time.monotonic() - began
+    changes_while_stopping = leader_changes(install) - changes
+    left = [pod["metadata"]["name"] for pod in members(install)]
+    cache_gone, stopped = cache_gone_before_shards(install.stack.audit.since(mark, namespace=NAMESPACE), NAME)
+    began = time.monotonic()
+    install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", '{"spec":{"hibernated":false}}')
+    wait_until(f"{NAME} Available again", lambda: install.available(NAMESPACE, NAME), 300, every=1)
+
+    def serving() -> bool:
+        roles = sorted(
+            "primary" if running_primary(p) else "standby" if streaming_standby(p) else "?" for p in members(install)
+        )
+        return roles == ["primary", "standby"]
+
+    wait_until("a running primary and a streaming standby after the wake", serving, 300, every=1)
+    to_wake = time.monotonic() - began
+    writers.wait_acknowledged()
+    woken, _ = primary_and_replica(members(install))
+    writers.targets = (Target(PRIMARY_SERVICE, woken),)
+    acked = writers.tally(0).acked
+    lost = writers.lost(0)
+    writers.stop()
+    role = psql_on(install, woken, "SELECT rolname FROM pg_roles WHERE rolname = 'sleeper'")
+    return Slept(cache_gone, stopped, changes_while_stopping, left, to_sleep, to_wake, len(acked), lost, role)
+
+
+def test_hibernating_removes_the_cache_before_any_member_stops(slept: Slept, report: Report) -> None:
+    report(f"hibernated in {slept.seconds_to_sleep:.1f} s, woken in {slept.seconds_to_wake:.1f} s")
+    assert slept.cache_gone, "no cache pod was removed by a kubelet"
+    assert slept.members_stopped, "no member pod was stopped"
+    assert max(slept.cache_gone) < min(slept.members_stopped)
+
+
+def test_hibernating_stops_every_member_with_no_failover(slept: Slept) -> None:
+    assert slept.left_running == []
+    assert slept.changes_while_stopping == 0
+
+
+def test_a_woken_shard_has_every_acknowledged_commit(slept: Slept) -> None:
+    assert slept.acked > 0
+    assert slept.lost == frozenset()
+
+
+def test_a_woken_shard_keeps_its_database_roles(slept: Slept) -> None:
+    assert slept.role_kept == "sleeper"
+
+
 # --- the deletion ------------------------------------------------------------------------------
 
 
@@ -960,9 +1114,10 @@ class Deleted:
 
 
 @pytest.fixture(scope="module")
-def deleted(install: Install, powered_off: NodeLost) -> Deleted:
+def deleted(install: Install, slept: Slept) -> Deleted:
     """The ShardDB deleted once the last step is over (its members as that step left them)."""
-    assert powered_off.new in {pod["metadata"]["name"] for pod in members(install)}
+    _ = slept  # after the wake
+    assert len(members(install)) == 2
     mark = install.stack.audit.mark()
     install.kubectl("-n", NAMESPACE, "delete", "sharddb", NAME, "--wait=false")
     wait_until(

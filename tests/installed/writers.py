@@ -202,8 +202,15 @@ class Writers:
         }
 
     def start(self) -> None:
+        self.launch()
+        self.wait_writing()
+
+    def launch(self) -> None:
+        """Create the writer pods; ``wait_writing`` waits for them (other clients may start meanwhile)."""
         for writer in self.writers:
             self.install.kubectl("apply", "-f", "-", stdin=json.dumps(self._manifest(writer)))
+
+    def wait_writing(self) -> None:
         for writer in self.writers:
             wait_until(f"{self.pod(writer)} writing", functools.partial(self.writing, writer), 120)
         self.started = True
