@@ -21,7 +21,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 
@@ -224,8 +224,9 @@ def hand_over(writes: list[Write], stopped: str, since: float, writer_log: str) 
     _, begun, ended = max(gaps, default=(0.0, float("nan"), float("nan")))
     failed = [f"{float(parts[2]) - zero:+.1f}" for parts in lines if parts[0] == "fail"]
     failed = [when for when in failed if begun <= float(when) <= ended]
+    told_at = f"{stopped} told to stop at 0 ({zero - since:+.1f} s from the step's start); " if stopped else ""
     return (
-        f"{stopped} told to stop at 0 ({zero - since:+.1f} s from the step's start); -primary's EndpointSlice at "
+        f"{told_at}-primary's EndpointSlice at "
         f"{', '.join(f'{t:+.1f}' for t in slices[:4]) or 'never'}; the writer's longest gap from {begun:+.1f} "
         f"to {ended:+.1f} (attempts failed at {', '.join(failed) or 'none'})"
     )
@@ -366,6 +367,53 @@ def test_a_busy_shard_is_synced_only_as_patroni_patches_its_member_pods(busy: Bu
     assert busy.syncs <= busy.patches + 2  # and at most the resync and a status write's own event
 
 
+# --- a planned switchover, as the runbook asks Patroni for one -------------------------------------------
+
+
+def switch_over(install: Install, pod: Obj) -> str:
+    """``patronictl switchover`` in the primary's pod, with docs/runbooks/switchover.md's flags."""
+    old = pod["metadata"]["name"]
+    candidate = next(p["metadata"]["name"] for p in members(install) if p["metadata"]["name"] != old)
+    install.kubectl(
+        "exec", "-n", NAMESPACE, old, "-c", "db", "--", "patronictl", "-c", "/etc/patroni/patroni.yml",
+        "switchover", SHARD, "--leader", old, "--candidate", candidate, "--force",
+    )  # fmt: skip
+    return ""
+
+
+@pytest.fixture(scope="module")
+def switched(install: Install, busy: Busy) -> HandOver:
+    _ = busy  # after the quiet spell
+    changes = leader_changes(install)
+    step = stop_primary(
+        install,
+        "planned switchover (`patronictl switchover`), 2 members",
+        "switchover",
+        lambda pod: switch_over(install, pod),
+        recreated=False,
+    )
+    return replace(step, done=f"history +{leader_changes(install) - changes}; ")
+
+
+def test_a_switchover_moves_the_primary_once(switched: HandOver, report: Report) -> None:
+    report_hand_over(report, "switchover", switched)
+    assert switched.new != switched.old
+    assert switched.done == "history +1; "
+
+
+def test_no_acknowledged_commit_is_lost_in_a_switchover(switched: HandOver, outages: Record) -> None:
+    outages(switched.outage)
+    outages(switched.direct)
+    assert switched.acked > 0
+    assert switched.lost == frozenset()
+
+
+def test_no_two_members_accept_writes_at_once_during_a_switchover(switched: HandOver) -> None:
+    assert {each.answer for each in switched.polled if each.member == switched.new} >= {"t", "f"}, "no hand-over seen"
+    assert both_primary(switched.polled) == []
+    assert both_written(switched.polled) == []
+
+
 # --- a rollout of dbImage: the standby first, one hand-over ---------------------------------------------
 
 
@@ -390,8 +438,8 @@ class Rolled:
 
 
 @pytest.fixture(scope="module")
-def rolled(install: Install, busy: Busy) -> Rolled:
-    _ = busy  # the ShardDB is up, and measured quiet, first
+def rolled(install: Install, switched: HandOver) -> Rolled:
+    _ = switched  # after the switchover
     pods = members(install)
     primary, standby = primary_and_replica(pods)
     assert primary, [pod["metadata"]["name"] for pod in pods]
@@ -516,9 +564,11 @@ class HandOver:
     direct: Outage  # the client given every member's address
 
 
-def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], str]) -> HandOver:
+def stop_primary(
+    install: Install, step: str, label: str, act: Callable[[Obj], str], *, recreated: bool = True
+) -> HandOver:
     """``act`` on the primary pod while writers and the poller watch; then wait for the standby to lead and the
-    old member to stream again."""
+    old member to stream again (in a pod made anew, if ``recreated``)."""
     pods = {pod["metadata"]["name"]: pod for pod in members(install)}
     old_name, other_name = primary_and_replica(list(pods.values()))
     assert old_name, f"no primary to start from: {list(pods)}"
@@ -545,7 +595,7 @@ def stop_primary(install: Install, step: str, label: str, act: Callable[[Obj], s
 
     def rejoined() -> bool:
         pod = by_name().get(old_name)
-        return pod is not None and pod["metadata"]["uid"] != old_uid and streaming_standby(pod)
+        return pod is not None and (pod["metadata"]["uid"] != old_uid or not recreated) and streaming_standby(pod)
 
     wait_until(f"{old_name} back as a streaming standby", rejoined, 300)
     to_rejoined = time.monotonic() - began
@@ -691,6 +741,7 @@ class Disturbed:
     polled: list[Answer]
     seconds: float  # until the primary runs and the standby streams again
     since: float  # when the step began (the epoch)
+    moments: str  # the writer's longest gap, and what the control plane wrote meanwhile
 
 
 def disturb(
@@ -706,6 +757,7 @@ def disturb(
     changes = leader_changes(install)
     clients = start_clients(install, label, list(pods.values()))
     writers, direct, poller = clients.writers, clients.direct, clients.pollers[0]
+    mark = install.stack.audit.mark()
     since = time.time()
     began = time.monotonic()
     act(pods[primary], pods[standby])
@@ -739,11 +791,33 @@ def disturb(
     acked = writers.tally(0).acked
     lost = writers.lost(0) | (direct.lost(0) if direct.tally(0).acked else frozenset({-1}))
     polled = poller.answers()
+    writes = install.stack.audit.since(mark)
+    moments = f"{hand_over(writes, '', since, writers.log(0))}; {readiness_marked(writes, since)}"
     for each in (writers, direct, poller):
         each.stop()
     return Disturbed(
-        now_primary, leader_changes(install) - changes, outage, direct_outage, len(acked), lost, polled, seconds, since
+        now_primary,
+        leader_changes(install) - changes,
+        outage,
+        direct_outage,
+        len(acked),
+        lost,
+        polled,
+        seconds,
+        since,
+        moments,
     )
+
+
+def readiness_marked(writes: list[Write], since: float) -> str:
+    """Node and pod status written by anyone but a kubelet (the node controller marking them not ready), in
+    seconds from ``since``: what takes a pod out of its Services with no change of its own."""
+    marked = [
+        f"{w.at.timestamp() - since:+.1f} {w.resource}/{w.name}"
+        for w in writes
+        if w.subresource == "status" and w.resource in ("nodes", "pods") and not w.user.startswith("system:node:")
+    ]
+    return f"node and pod status written by the control plane: {', '.join(marked[:12]) or 'none'}"
 
 
 @pytest.fixture(scope="module")
@@ -832,7 +906,9 @@ def test_with_the_api_server_down_the_primary_stays_primary(
     install: Install, api_server_down: Disturbed, report: Report
 ) -> None:
     said = patroni_says(install, api_server_down.primary, api_server_down.since)
-    report(f"API server down: primary changes {api_server_down.changes}; its Patroni: {said}")
+    report(
+        f"API server down: primary changes {api_server_down.changes}; {api_server_down.moments}; its Patroni: {said}"
+    )
     assert api_server_down.changes == 0
     assert "failsafe" in said, "the primary's Patroni never said it kept leading in failsafe mode"
 
