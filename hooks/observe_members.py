@@ -8,6 +8,7 @@ says how each mark is read).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 
 import msgspec
@@ -34,6 +35,8 @@ from .replication import (
 from .snapshot import ShardSetView, StatefulSetView
 from .trouble.missing import MissingPod, missing_pods
 
+# The label a StatefulSet puts on each pod it makes: the revision (template) the pod was made from.
+REVISION_LABEL = "controller-revision-hash"
 # Health read against the strictest shape (synchronous) when no shard records a usable one.
 _UNRECORDED = Plan(members=2, synchronous=True)
 
@@ -80,10 +83,14 @@ def shard_sets(
             caught_up = sts.status.observed_generation >= sts.metadata.generation
             replicas = sts.spec.replicas if sts.spec.replicas is not None else 1
             missing = missing_pods(name, replicas, sts.status.replicas, caught_up, members, asked, scope)
+        seen = view(sts)
+        if related is not None and related.pods is not None:
+            outdated = _outdated(members, sts.status.update_revision)
+            seen = replace(seen, rollout=replace(seen.rollout, outdated_pods=outdated))
         out.append(
             ShardSetView(
                 shard,
-                view(sts),
+                seen,
                 health,
                 registered(health.primary, endpoints),
                 since=_last_moved(asked, members),
@@ -101,6 +108,15 @@ def _pods_by_scope(name: str, related: Related | None) -> dict[str, list[Pod]]:
         if scope is not None and pod.metadata.labels.get(names.INSTANCE_LABEL) == name:
             out.setdefault(scope, []).append(pod)
     return out
+
+
+def _outdated(members: Iterable[Pod], update_revision: str) -> int | None:
+    """Live members labelled with another revision than ``update_revision``; None when that cannot be read
+    (no update revision yet, or a live pod without the StatefulSet's revision label)."""
+    revisions = [pod.metadata.labels.get(REVISION_LABEL) for pod in members if pod.metadata.deletion_timestamp is None]
+    if not update_revision or not all(revisions):
+        return None
+    return sum(1 for revision in revisions if revision != update_revision)
 
 
 def _last_moved(asked: datetime | None, members: Iterable[Pod]) -> datetime | None:

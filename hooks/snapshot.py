@@ -95,6 +95,11 @@ class Rollout:
     # never makes the update revision current (kubernetes#73492), so only the counts tell.
     on_delete: bool = False
     status_replicas: int = 0
+    # OnDelete, read from the member pods themselves: live pods labelled with another revision than
+    # the update revision. None when the pods are not observed. The counts alone mistake a member
+    # stopping (a failover, a drain) for an outdated one: status.replicas counts a terminating pod,
+    # status.updatedReplicas does not.
+    outdated_pods: int | None = None
 
     def new_revision(self) -> bool:
         """A StatefulSet is replacing pods: it becomes current only once all are updated and ready.
@@ -103,7 +108,10 @@ class Rollout:
         is made at the update revision, so it never counts).
         """
         if self.on_delete:
-            return self.observed_generation >= self.generation and self.updated < self.status_replicas
+            caught_up = self.observed_generation >= self.generation
+            if self.outdated_pods is not None:
+                return caught_up and self.outdated_pods > 0
+            return caught_up and self.updated < self.status_replicas
         return bool(self.current_revision and self.update_revision) and self.current_revision != self.update_revision
 
     def settled(self, replicas: int) -> bool:

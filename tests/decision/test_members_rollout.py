@@ -149,6 +149,51 @@ def test_an_on_delete_set_scaling_up_is_not_rolling() -> None:
     assert not rollout.new_revision()
 
 
+def test_an_on_delete_set_whose_live_pods_all_run_the_update_revision_is_not_rolling_while_one_stops() -> None:
+    """A member stopping (a failover, a drain) still counts in status.replicas but not in updatedReplicas."""
+    rollout = Rollout(
+        2, 2, updated=1, current_revision="r1", update_revision="r2", on_delete=True, status_replicas=2, outdated_pods=0
+    )
+    assert not rollout.new_revision()
+
+
+def test_an_on_delete_set_with_a_live_pod_of_an_older_revision_is_rolling() -> None:
+    rollout = Rollout(
+        2, 2, updated=2, current_revision="r1", update_revision="r2", on_delete=True, status_replicas=2, outdated_pods=1
+    )
+    assert rollout.new_revision()
+
+
+def labelled(pod: Obj, revision: str, *, stopping: bool = False) -> Obj:
+    """A member pod as its StatefulSet labels it, and (``stopping``) being deleted."""
+    meta = {**pod["metadata"], "labels": {**pod["metadata"]["labels"], "controller-revision-hash": revision}}
+    if stopping:
+        meta["deletionTimestamp"] = "2026-05-05T00:00:00Z"
+    return {**pod, "metadata": meta}
+
+
+def settled_children(updated: int, replicas: int) -> dict[str, dict[str, Obj]]:
+    """The running children, each StatefulSet's status as its controller counts while a member stops."""
+    children = applied(STAGES["running"]["children"])
+    for sts in children["StatefulSet.apps/v1"].values():
+        sts["status"].update(replicas=replicas, updatedReplicas=updated, updateRevision="r1", currentRevision="r0")
+    return children
+
+
+def test_a_member_stopping_in_a_failover_asks_for_no_rollout_job() -> None:
+    pods = [labelled(pod, "r1", stopping=pod["metadata"]["name"].endswith("-0")) for pod in healthy()]
+    related = [*pods, sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+    body = answer(request(parent(), settled_children(updated=1, replicas=2), related))
+    assert jobs(body) == []
+
+
+def test_a_live_member_of_an_older_revision_asks_for_the_rollout_job() -> None:
+    pods = [labelled(pod, "r0" if pod["metadata"]["name"].endswith("-1") else "r1") for pod in healthy()]
+    related = [*pods, sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+    body = answer(request(parent(), settled_children(updated=1, replicas=2), related))
+    assert len(jobs(body)) == 1
+
+
 # --- the Job's choice, as its script makes it (the very text it runs) -----------------------------------
 
 CHOSEN: dict[str, Any] = {}

@@ -562,6 +562,7 @@ class HandOver:
     moments: str
     done: str  # what the step's action said of itself
     direct: Outage  # the client given every member's address
+    jobs: list[str]  # Jobs created in the namespace during the step
 
 
 def stop_primary(
@@ -602,7 +603,8 @@ def stop_primary(
     writers.wait_acknowledged()
     time.sleep(2)  # the poller asks both members once more after the writers are back
     polled = poller.answers()
-    moments = hand_over(install.stack.audit.since(mark, namespace=NAMESPACE), old_name, since, writers.log(0))
+    writes = install.stack.audit.since(mark, namespace=NAMESPACE)
+    moments = hand_over(writes, old_name, since, writers.log(0))
     moments += f"; the new primary's Patroni, from the step's start: {patroni_says(install, other_name, since)}"
     outage = writers.outage(step, since, [0])
     direct_outage = direct.outage(f"{step}: a client given every member, read-write", since, [0])
@@ -614,7 +616,18 @@ def stop_primary(
     direct.stop()
     poller.stop()
     return HandOver(
-        old_name, other_name, outage, len(acked), lost, polled, to_new, to_rejoined, moments, done, direct_outage
+        old_name,
+        other_name,
+        outage,
+        len(acked),
+        lost,
+        polled,
+        to_new,
+        to_rejoined,
+        moments,
+        done,
+        direct_outage,
+        jobs_created(writes),
     )
 
 
@@ -706,6 +719,10 @@ def test_deleting_the_primary_pod_makes_the_standby_primary(failover: HandOver) 
     assert failover.new != failover.old
 
 
+def test_a_failover_starts_no_rollout_job(failover: HandOver) -> None:
+    assert failover.jobs == []
+
+
 def test_after_the_failover_the_primary_service_reaches_the_new_primary(install: Install, failover: HandOver) -> None:
     assert endpoints_of(install, PRIMARY_SERVICE) == [failover.new]
 
@@ -742,6 +759,7 @@ class Disturbed:
     seconds: float  # until the primary runs and the standby streams again
     since: float  # when the step began (the epoch)
     moments: str  # the writer's longest gap, and what the control plane wrote meanwhile
+    jobs: list[str]  # Jobs created in the namespace during the step
 
 
 def disturb(
@@ -806,7 +824,13 @@ def disturb(
         seconds,
         since,
         moments,
+        jobs_created(writes),
     )
+
+
+def jobs_created(writes: list[Write]) -> list[str]:
+    """The Jobs created among ``writes``: a member stopping is no rollout, and asks for none."""
+    return [w.name for w in writes if w.resource == "jobs" and w.verb == "create" and w.namespace == NAMESPACE]
 
 
 def readiness_marked(writes: list[Write], since: float) -> str:
@@ -833,6 +857,10 @@ def standby_deleted(install: Install, failover: HandOver) -> Disturbed:
 def test_deleting_the_standby_moves_no_primary(standby_deleted: Disturbed, report: Report) -> None:
     report(f"standby deleted: back in {standby_deleted.seconds:.1f} s; polled {watched(standby_deleted.polled)}")
     assert standby_deleted.changes == 0
+
+
+def test_a_standby_made_anew_starts_no_rollout_job(standby_deleted: Disturbed) -> None:
+    assert standby_deleted.jobs == []
 
 
 def test_no_acknowledged_commit_is_lost_when_the_standby_is_deleted(
