@@ -7,9 +7,9 @@ end-to-end tier spends most of its time waiting, so the phases run in five lanes
 - ``images``: the test and product images (mmdebstrap, lower priority), the guide, ``make image``, then the
   Patroni images and their tier (real Patroni against the test stack) beside the last two tiers;
 - ``unit``: lint and the fast tier (every test that needs no API server), one core's work;
-- ``tests``: the cluster tier, the end-to-end tests on the shared stack, then the data and installed
-  tiers on real nodes (alone at the end, as they are soaked);
-- ``own-stacks``: the end-to-end files that start stacks of their own (``OWN_STACKS``).
+- ``tests``: the cluster tier, then the data and installed tiers on real nodes (the run's longest path);
+- ``own-stacks``: the end-to-end files that start stacks of their own (``OWN_STACKS``), then the
+  end-to-end tests on the shared stack, mostly waiting, beside the data tier and the installed tier's start.
 
 Each phase's output is kept in ``.evidence/suite/``; the test lane's also streams as it comes. The
 run ends with a table (when each phase started, its wall and CPU minutes, its result) and a line
@@ -68,7 +68,8 @@ def pytest_phase(
 
 FAST = "not cluster and not e2e and not data and not installed and not patroni"
 # The end-to-end files that start stacks of their own (an older checkout, two partitions, a canned hook, the
-# fault campaign): half the tier's time, mostly waiting, so they run in a lane beside the shared stack's tests.
+# fault campaign): half the tier's time, mostly waiting, so they run in a lane of their own beside the cluster
+# tier, and the shared stack's end-to-end tests follow them there.
 OWN_STACKS = (
     "tests/e2e/test_chaos.py",
     "tests/e2e/test_model.py",
@@ -95,8 +96,11 @@ PHASES = (
     Phase("lint", ("make", "--no-print-directory", "lint"), "unit"),
     pytest_phase("fast", FAST, lane="unit"),
     pytest_phase("cluster", "cluster", needs=("testbin",)),
-    pytest_phase("e2e", "e2e", *(f"--ignore={path}" for path in OWN_STACKS), needs=("testbin",)),
     pytest_phase("e2e-own-stacks", "e2e", *OWN_STACKS, lane="own-stacks", needs=("testbin",)),
+    # The shared stack's end-to-end tests, mostly waiting (2 CPU minutes in 11), follow the files with stacks of
+    # their own in their lane, beside the data and installed tiers: the tiers on real nodes, the run's longest
+    # path, start once the builds they need are done, not after them.
+    pytest_phase("e2e", "e2e", *(f"--ignore={path}" for path in OWN_STACKS), lane="own-stacks", needs=("testbin",)),
     pytest_phase("data", "data", needs=NODE, after=("fast", "e2e-own-stacks"), sandboxed=True),
     pytest_phase("installed", "installed", needs=NODE, sandboxed=True),
 )

@@ -43,6 +43,12 @@ def test_each_file_that_starts_a_stack_of_its_own_runs_beside_the_shared_one() -
     assert starts == {Path(f).name for f in suite.OWN_STACKS}
 
 
+def test_the_tiers_on_real_nodes_follow_only_the_cluster_tier_in_their_lane() -> None:
+    """The longest path: the end-to-end tests, mostly waiting, run in the other lane instead of before them."""
+    assert [p.name for p in suite.PHASES if p.lane == "tests"] == ["cluster", "data", "installed"]
+    assert [p.name for p in suite.PHASES if p.lane == "own-stacks"] == ["e2e-own-stacks", "e2e"]
+
+
 def test_the_data_and_installed_tiers_run_inside_the_sandbox_after_every_build() -> None:
     for name in ("data", "installed"):
         phase = next(p for p in suite.PHASES if p.name == name)
