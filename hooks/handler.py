@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import kinds, names, render, replication
+from . import kinds, names, render
 from .clock import Clock, rfc3339, system_clock
 from .conditions import stamp
 from .errors import from_validation
@@ -130,7 +130,7 @@ def members_related(name: str, shards: int) -> list[dict[str, Any]]:
     ``-config`` and ``-failover`` change rarely; they tell the finalize hook Patroni's state is left.
     Shards never shrink, so ``spec.shards`` names every shard there is.
     """
-    primaries = [replication.role_service_name(name, shard, replication.PRIMARY) for shard in range(shards)]
+    primaries = [names.role_service_name(name, shard, names.PRIMARY) for shard in range(shards)]
     return [
         {
             "apiVersion": kinds.ENDPOINTSLICE.api_version,
@@ -142,6 +142,6 @@ def members_related(name: str, shards: int) -> list[dict[str, Any]]:
         {
             "apiVersion": kinds.CONFIGMAP.api_version,
             "resource": kinds.CONFIGMAP.plural,
-            "names": replication.watched_config_maps(name, shards),
+            "names": names.watched_config_maps(name, shards),
         },
     ]

@@ -154,3 +154,149 @@ def selector_labels(parent: str, component: str) -> dict[str, str]:
 
 def labels(parent: str, component: str) -> dict[str, str]:
     return {**selector_labels(parent, component), PART_OF_LABEL: APP, MANAGED_BY_LABEL: MANAGED_BY}
+
+
+# --- shards with members (spec.replication.members >= 2): each shard a StatefulSet run by Patroni ---------
+
+MAX_MEMBERS = 3  # members per shard: a primary and up to two standbys
+MAX_MEMBER_ORDINAL = MAX_MEMBERS - 1
+PRIMARY = "primary"
+STANDBY = "standby"
+
+# Recorded on each shard's StatefulSet, so the shape a shard was made with is read from the
+# cluster, never from a status that may lag (``replication.shape.Observed.from_annotations``).
+MEMBERS_ANNOTATION = f"{GROUP}/members"
+SYNCHRONOUS_ANNOTATION = f"{GROUP}/synchronous"
+
+# Patroni's kubernetes DCS (patroni/dcs/kubernetes.py, 4.1): the members of a scope are the pods
+# matching its ``labels`` plus ``scope_label=<scope>``; it patches its own pod's ``role_label`` to
+# ``leader_label_value`` ("primary" by default since Patroni 4; "master" before) on the leader and
+# ``follower_label_value`` ("replica") on a running standby, removes it otherwise, and writes its
+# member data as JSON in the pod annotation ``status``. Ours are namespaced, so they never meet
+# another application's ``role`` or ``cluster-name``.
+SCOPE_LABEL = f"{GROUP}/shard"
+ROLE_LABEL = f"{GROUP}/role"
+LEADER_LABEL_VALUE = "primary"
+FOLLOWER_LABEL_VALUE = "replica"
+STATUS_ANNOTATION = "status"
+HISTORY_ANNOTATION = "history"  # on ``<scope>-config``: each promotion's timeline, position, reason and time
+# The label a StatefulSet puts on each pod it makes: the revision (template) the pod was made from.
+REVISION_LABEL = "controller-revision-hash"
+# A shard's StatefulSet updates its members only when one is gone: a RollingUpdate replaces the highest
+# ordinal first, which may be the primary, and then the new primary again (two hand-overs). The rollout
+# Job (``replication/rollout.py``) chooses the order instead.
+ON_DELETE = "OnDelete"
+# The components of the Jobs that run Patroni's chores, each with its own Role.
+CLEANUP = "cleanup"
+ROLLOUT = "rollout"
+
+# Patroni's kubernetes DCS with ConfigMaps keeps a scope's state in <scope>-<suffix>: the leader
+# lock, the cluster config (its history and initialize key are annotations of it), the synchronous
+# state and a requested switchover. "history" is a key of its own in the other DCSs; reserved too.
+PATRONI_OWNED_SUFFIXES = ("leader", "config", "sync", "failover", "history")
+
+
+def shard_name(parent: str, shard: int) -> str:
+    """A shard with members: its StatefulSet, headless Service, budget and Patroni scope share this name.
+
+    It is also the name of today's shard pod ``shard``: no clash, as a ShardDB is one shape or the other.
+    """
+    return f"{db_name(parent)}-{shard}"
+
+
+def shard_of(parent: str, name: str) -> int | None:
+    """The shard a per-shard object is named for (``<name>-db-<shard>``); None for any other name."""
+    return shard_ordinal(parent, name)
+
+
+def member_name(parent: str, shard: int, member: int) -> str:
+    """Member ``member`` of a shard: the StatefulSet's pod, and Patroni's member name."""
+    return f"{shard_name(parent, shard)}-{member}"
+
+
+def role_service_name(parent: str, shard: int, role: str) -> str:
+    """``<shard>-primary`` reaches the shard's primary only; ``<shard>-standby`` its standbys."""
+    return f"{shard_name(parent, shard)}-{role}"
+
+
+def primary_hosts(parent: str, shards: int) -> str:
+    """Each shard's primary Service, so the seed reaches whichever member Patroni made primary."""
+    return " ".join(role_service_name(parent, shard, PRIMARY) for shard in range(shards))
+
+
+def sync_config_map(parent: str, shard: int) -> str:
+    """Patroni's ``<scope>-sync`` ConfigMap of a shard: read by name, never a child."""
+    return f"{shard_name(parent, shard)}-sync"
+
+
+def config_config_map(parent: str, shard: int) -> str:
+    """Patroni's ``<scope>-config`` ConfigMap of a shard, whose ``history`` annotation records each promotion."""
+    return f"{shard_name(parent, shard)}-config"
+
+
+# Patroni's ConfigMaps of a shard that the hooks watch, by name: they change rarely and say its state
+# is there (the finalize hook removes it). Never ``-leader``: Patroni renews it every loop.
+WATCHED_STATE = ("config", "sync", "failover")
+
+
+def watched_config_maps(parent: str, shards: int) -> list[str]:
+    """Each shard's ``-config``, ``-sync`` and ``-failover`` ConfigMap: read by name, never children."""
+    return [f"{shard_name(parent, shard)}-{suffix}" for shard in range(shards) for suffix in WATCHED_STATE]
+
+
+def replicated_derived(parent: str) -> list[tuple[str, str, int]]:
+    """Each name Kubernetes derives from ``parent`` once shards have members, at its longest, with its limit.
+
+    Longer than today's (``derived``): each shard is a StatefulSet, whose pods carry
+    ``controller-revision-hash=<name>-db-<shard>-<hash>``. Today's limit stays for one member.
+    """
+    last = MAX_SHARDS - 1
+    shard = shard_name(parent, last)
+    return [
+        ("a shard's StatefulSet name", shard, DNS_LABEL_MAX),
+        (
+            "a member pod's label controller-revision-hash",
+            f"{shard}-{'x' * REVISION_HASH_MAX}",
+            LABEL_VALUE_MAX,
+        ),
+        ("a member pod's hostname", member_name(parent, last, MAX_MEMBER_ORDINAL), DNS_LABEL_MAX),
+        ("a shard's standby Service name", role_service_name(parent, last, STANDBY), DNS_LABEL_MAX),
+    ]
+
+
+MAX_REPLICATED_NAME_LENGTH = max(
+    length
+    for length in range(1, MAX_NAME_LENGTH + 1)
+    if all(len(value) <= limit for _, value, limit in replicated_derived("x" * length))
+)
+
+
+def replicated_binding_limit() -> str:
+    """What a name one character longer than ``MAX_REPLICATED_NAME_LENGTH`` breaks first, for messages."""
+    too_long = "x" * (MAX_REPLICATED_NAME_LENGTH + 1)
+    return next(what for what, value, limit in replicated_derived(too_long) if len(value) > limit)
+
+
+def patroni_owned(scope: str) -> frozenset[str]:
+    """The names Patroni itself writes for ``scope``: never a child's."""
+    return frozenset(f"{scope}-{suffix}" for suffix in PATRONI_OWNED_SUFFIXES)
+
+
+def account_name(parent: str) -> str:
+    """The ServiceAccount, Role and RoleBinding Patroni runs as, one set per ShardDB."""
+    return f"{parent}-patroni"
+
+
+def cleanup_name(parent: str) -> str:
+    """The cleanup Job, its Role and RoleBinding: ``<name>-patroni-cleanup``, no longer than a standby Service."""
+    return f"{account_name(parent)}-{CLEANUP}"
+
+
+def rollout_role_name(parent: str) -> str:
+    """The rollout's Role and RoleBinding: ``<name>-patroni-rollout``, as long as the cleanup's."""
+    return f"{account_name(parent)}-{ROLLOUT}"
+
+
+def rollout_job_name(parent: str, digest: str) -> str:
+    """``<name>-rollout-<hash>``: no longer than ``<name>-patroni-cleanup``."""
+    return f"{parent}-{ROLLOUT}-{digest}"

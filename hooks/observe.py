@@ -9,16 +9,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from . import clock, hook_request, kinds, last_applied, names, patroni_cleanup, replication, template_choice
+from . import clock, hook_request, kinds, last_applied, names, template_choice
 from .hook_request import Children, Condition, Deployment, EndpointSlice, Job, Pod, Related, StatefulSet, SyncRequest
-from .observe_members import shard_sets
-from .patroni import ON_DELETE
-from .snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, TemplateRecord
+from .names import ON_DELETE
+from .replication.observe import shard_sets
+from .snapshot import Snapshot
 from .spec import MAX_SHARDS, ShardDBSpec
 from .trouble.lost import LostPod, lost
 from .trouble.missing import MissingPod, missing_pods
 from .trouble.stuck import StuckPod, stuck
 from .trouble.words import short
+from .workloads import CacheView, Rollout, SeedJobView, StatefulSetView, TemplateRecord
 
 
 def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None) -> Snapshot:
@@ -69,7 +70,7 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
 def _cleanup_job(name: str, children: Children | None) -> SeedJobView | None:
     """The Job that removes Patroni's ConfigMaps, if observed: whether it succeeded or gave up."""
     for job in ((children.jobs if children else None) or {}).values():
-        if job.metadata.name == patroni_cleanup.name(name):
+        if job.metadata.name == names.cleanup_name(name):
             true = {c.type for c in job.status.conditions if c.status == "True"}
             return SeedJobView(0, succeeded="Complete" in true, failed=bool(true & {"Failed", "FailureTarget"}))
     return None
@@ -83,7 +84,7 @@ def _patroni_state(name: str, shards: int, related: Related | None) -> bool | No
     """
     if related is None or related.config_maps is None:
         return None
-    watched = set(replication.watched_config_maps(name, shards))
+    watched = set(names.watched_config_maps(name, shards))
     return any(each.metadata.name in watched for each in related.config_maps.values())
 
 

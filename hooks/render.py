@@ -8,22 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import (
-    clock,
-    last_applied,
-    names,
-    patroni,
-    patroni_cleanup,
-    patroni_rollout,
-    pod_templates,
-    replication,
-    template_choice,
-)
+from . import clock, last_applied, names, pod_templates, template_choice
 from .last_applied import contains
 from .lifecycle import Decision
-from .replication import ShardHealth
-from .snapshot import Snapshot, TemplateRecord
+from .replication import cleanup, marks, objects, rollout, shape
+from .replication.health import MemberState, ShardHealth
+from .snapshot import Snapshot
 from .spec import ShardDBSpec
+from .workloads import TemplateRecord
 
 Obj = dict[str, Any]
 
@@ -43,7 +35,7 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         out.append(statefulset(snap.name, decision))
         if names.DB in decision.budgets:
             out.append(budget(snap.name, names.DB))
-    hosts = replication.primary_hosts if decision.members else None
+    hosts = names.primary_hosts if decision.members else None
     out.extend(
         seed_job(snap.name, snap.namespace, snap.spec, shards, hosts(snap.name, shards) if hosts else None)
         for shards in decision.seed_jobs
@@ -55,12 +47,10 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     if names.CACHE in decision.budgets:
         out.append(budget(snap.name, names.CACHE))
     if decision.patroni_cleanup:
-        out += patroni_cleanup.children(snap.name, snap.namespace, snap.spec)
+        out += cleanup.children(snap.name, snap.namespace, snap.spec)
     if decision.member_rollout and decision.replication is not None:
         templates = [each.template for each in decision.shard_sets]
-        out += patroni_rollout.children(
-            snap.name, snap.namespace, snap.spec, decision.shards, decision.replication, templates
-        )
+        out += rollout.children(snap.name, snap.namespace, snap.spec, decision.shards, decision.replication, templates)
     return out
 
 
@@ -70,7 +60,7 @@ def members(snap: Snapshot, decision: Decision) -> list[Obj]:
     if plan is None:
         return []  # refused before any shard existed: none is made
     sets = [
-        patroni.ShardSet(
+        objects.ShardSet(
             each.shard,
             each.template,
             each.replicas,
@@ -80,7 +70,7 @@ def members(snap: Snapshot, decision: Decision) -> list[Obj]:
         for each in decision.shard_sets
     ]
     claims = claim_templates(snap.name, decision)
-    return patroni.children(
+    return objects.children(
         snap.name, snap.namespace, snap.spec, plan, sets, claims, budgets=names.DB in decision.budgets
     )
 
@@ -135,7 +125,7 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
     return out
 
 
-def replication_status(plan: replication.Plan, health: tuple[tuple[int, ShardHealth], ...]) -> Obj:
+def replication_status(plan: shape.Plan, health: tuple[tuple[int, ShardHealth], ...]) -> Obj:
     """Per shard with members, who Patroni made primary, its sync standby, who streams, and why it is (not) ready.
 
     Empty fields are left out, so the stored status (the CRD declares each) equals the answer.
@@ -157,7 +147,7 @@ def replication_status(plan: replication.Plan, health: tuple[tuple[int, ShardHea
     return {"members": plan.members, "synchronous": plan.synchronous, "shards": shards}
 
 
-def _member_status(member: replication.MemberState) -> Obj:
+def _member_status(member: MemberState) -> Obj:
     """What Patroni says of one member; what it has not said is left out, never guessed."""
     out: Obj = {"name": member.name}
     fields = {
@@ -181,7 +171,7 @@ def _mib(lag: int | None) -> int | None:
     return None if lag is None else lag // MIB
 
 
-def _failover_status(failover: replication.Failover) -> Obj:
+def _failover_status(failover: marks.Failover) -> Obj:
     out: Obj = {"timeline": failover.timeline, "reason": failover.reason}
     if failover.at is not None:
         out["at"] = clock.rfc3339(failover.at)

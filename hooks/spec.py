@@ -299,11 +299,11 @@ class Cache(PodFields):
     _integral = field_validator("replicas", "flush_grace_period_seconds", "port", mode="before")(_integral)
 
 
-MAX_MEMBERS = 3
+MAX_MEMBERS = names.MAX_MEMBERS
 
 
 class Replication(_Spec):
-    """Copies of each shard: 1 is today's single PostgreSQL; 2 or 3 run it under Patroni (``hooks/replication.py``).
+    """Copies of each shard: 1 is today's single PostgreSQL; 2 or 3 run it under Patroni (``hooks/replication/``).
 
     Three at most: one synchronous standby gives the guarantee (a commit on two members), a third
     keeps it through the loss of one; more buys nothing Patroni's failover uses.

@@ -9,8 +9,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from ..replication import SINGLE_COPY, Plan, ShardHealth
-from ..snapshot import TemplateRecord
+from ..replication.health import ShardHealth
+from ..replication.shape import SINGLE_COPY, Plan
+from ..workloads import TemplateRecord
 
 
 class Phase(StrEnum):
@@ -100,10 +101,10 @@ class Decision:
     replication: Plan | None = SINGLE_COPY
     shard_sets: tuple[ShardSetAnswer, ...] = ()
     shard_health: tuple[tuple[int, ShardHealth], ...] = ()  # (shard, its health) per shard with members, for the status
-    # Deletion, members gone: the Job (and its Role) that removes Patroni's ConfigMaps (``hooks/patroni_cleanup.py``).
+    # Deletion, members gone: the Job (and its Role) that removes Patroni's ConfigMaps (``hooks/replication/cleanup.py``).
     patroni_cleanup: bool = False
     # With members, while any member runs an older template: the Job that evicts them, standbys first
-    # (``hooks/patroni_rollout.py``).
+    # (``hooks/replication/rollout.py``).
     member_rollout: bool = False
 
     @property

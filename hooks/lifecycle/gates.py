@@ -8,11 +8,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .. import names, template_choice
+from ..replication import roles
+from ..replication.roles import RoleTrouble
 from ..snapshot import Snapshot
-from ..trouble import grace, missing, roles
-from ..trouble.roles import RoleTrouble
+from ..trouble import grace, missing
 from ..trouble.stuck import StuckPod
-from . import kept, rollout
+from . import absent, kept, rollout
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase, ShardSetAnswer
 from .wording import (
@@ -65,7 +66,7 @@ def sync(snap: Snapshot) -> Decision:
     expected: tuple[int, ...] | None = None
     if members:
         expected = tuple(range(max(1, shard_facts.existing_shards(snap)))) if sets else ()
-    unmet = missing.find(snap, spec.pod_start_grace_seconds, children=not spec.paused, shard_sets=expected)
+    unmet = absent.find(snap, spec.pod_start_grace_seconds, children=not spec.paused, shard_sets=expected)
     # Shards with members without a primary or sync standby: Patroni's to mend within the grace.
     role_trouble = roles.triage(snap.shard_sets, snap.name, snap.now, spec.pod_start_grace_seconds)
     # Standbys that do not stream from a primary: Patroni's to mend within the grace, named past it.

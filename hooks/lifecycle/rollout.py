@@ -9,7 +9,8 @@ from typing import Any
 
 from .. import names, pod_templates, template_choice
 from ..last_applied import contains
-from ..snapshot import Snapshot, TemplateRecord
+from ..snapshot import Snapshot
+from ..workloads import TemplateRecord
 from .decision import ROLLING_UPDATE, ShardSetAnswer
 
 

@@ -1,13 +1,16 @@
 """The shards as the gates and the teardown count them, whichever shape they run as: today's StatefulSet
 ``<name>-db`` (one member), or one StatefulSet per shard run by Patroni (members), whose facts are
-Patroni's marks (``hooks/observe_members.py``) and whose readiness is a primary's, not a pod's.
+Patroni's marks (``hooks/replication/observe.py``) and whose readiness is a primary's, not a pod's.
 """
 
 from __future__ import annotations
 
-from .. import names, patroni, pod_templates, replication, template_choice
-from ..replication import Plan
-from ..snapshot import Snapshot, StatefulSetView
+from .. import names, pod_templates, template_choice
+from ..replication import shape
+from ..replication.shape import Plan
+from ..replication.template import member_template
+from ..snapshot import Snapshot
+from ..workloads import StatefulSetView
 from .decision import ShardSetAnswer
 from .rollout import made
 
@@ -64,7 +67,7 @@ def choose_sets(
 
     The same rule as today's StatefulSet (``template_choice``), per shard: upgrading the hooks
     restarts no member. Returns the sets and whether a newer template waits on any of them.
-    ``hold`` (a refusal's, ``replication.Outcome.hold``): every observed set as it runs, template
+    ``hold`` (a refusal's, ``shape.Outcome.hold``): every observed set as it runs, template
     and record, even when asked to roll, and no new one; none is left out, so none is deleted.
     """
     if hold:
@@ -74,7 +77,7 @@ def choose_sets(
     answers = []
     waiting = False
     for shard in range(shards):
-        rendered = patroni.member_template(snap.name, shard, snap.spec, plan, base)
+        rendered = member_template(snap.name, shard, snap.spec, plan, base)
         observed = snap.shard_set(shard)
         if observed is None:
             answers.append(ShardSetAnswer(shard, plan.members, rendered, made_now))
@@ -132,6 +135,6 @@ def stopping_sets(snap: Snapshot, keep: bool) -> tuple[ShardSetAnswer, ...]:
     )
 
 
-def replication_outcome(snap: Snapshot) -> replication.Outcome:
-    """What ``spec.replication`` gets, given the shards that exist (``replication.decide``)."""
-    return replication.decide(snap.name, snap.spec, snap.replication)
+def replication_outcome(snap: Snapshot) -> shape.Outcome:
+    """What ``spec.replication`` gets, given the shards that exist (``shape.decide``)."""
+    return shape.decide(snap.name, snap.spec, snap.replication)

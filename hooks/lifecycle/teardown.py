@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import names, patroni_cleanup, pod_templates, template_choice
-from ..replication import Plan
+from .. import names, pod_templates, template_choice
+from ..replication.shape import Plan
 from ..snapshot import Snapshot
 from . import kept
 from . import shards as shard_facts
@@ -67,7 +67,7 @@ def _patroni_left(snap: Snapshot) -> str:
         return ""
     if snap.patroni_state is False and (job is None or job.failed):
         return ""
-    cleaner = patroni_cleanup.name(snap.name)
+    cleaner = names.cleanup_name(snap.name)
     if job is not None and job.failed:
         return (
             f"the Job {cleaner} that removes Patroni's ConfigMaps failed: read `kubectl logs job/{cleaner}`, "

@@ -7,11 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import names
-from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES, Refusal
+from ..replication import roles
+from ..replication.health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES
+from ..replication.roles import RoleTrouble
+from ..replication.shape import Refusal
 from ..snapshot import Snapshot
-from ..trouble import grace, lost, missing, roles
-from ..trouble.roles import RoleTrouble
+from ..trouble import grace, lost, missing
 from ..trouble.stuck import StuckPod
+from .absent import Missing
 from .decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
 from .kept import same_storage
 from .rollout import Rolling
@@ -64,7 +67,7 @@ def two_primaries(failing: tuple[RoleTrouble, ...]) -> list[tuple[str, str]]:
     return problems
 
 
-def absent_problems(snap: Snapshot, unmet: missing.Missing) -> list[tuple[str, str]]:
+def absent_problems(snap: Snapshot, unmet: Missing) -> list[tuple[str, str]]:
     """Children and shard pods that do not exist past the grace, and pods on a lost node: nothing runs there."""
     grace_seconds = snap.spec.pod_start_grace_seconds
     problems: list[tuple[str, str]] = []

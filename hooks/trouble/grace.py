@@ -9,8 +9,10 @@ or that no wait can mend, counts at once. Pure: the caller passes the clock read
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Generic, TypeVar
 
 from .stuck import CORDONED, STUCK_ORDER, VOLUME_NODE, VOLUME_NODE_CORDONED, StuckPod
 from .words import NOUNS, listed
@@ -25,39 +27,50 @@ WAITS_FOR = {
 AT_ONCE = frozenset({"InvalidImageName", "ImagePullBackOff", "RunContainerError", "CrashLoopBackOff"})
 
 
-@dataclass(frozen=True)
-class Triage:
-    """Stuck pods split by their grace at one clock reading."""
+T = TypeVar("T")
 
-    failing: tuple[StuckPod, ...] = ()  # count now: Degraded names them
-    waiting: tuple[StuckPod, ...] = ()  # within their grace: Progressing says what they wait for
+
+@dataclass(frozen=True)
+class Split(Generic[T]):
+    """Troubles split by their grace at one clock reading: pods, missing pods, shards' roles alike."""
+
+    failing: tuple[T, ...] = ()  # count now: Degraded names them
+    waiting: tuple[T, ...] = ()  # within their grace: Progressing says what they wait for
     recheck_at: datetime | None = None  # when the earliest grace still running runs out
 
 
-def expiry(pod: StuckPod, grace: timedelta) -> datetime | None:
-    """When ``pod``'s trouble stops being given time; None when it gets none."""
-    if pod.reason not in WAITS_FOR or pod.since is None or not grace:
+def end(since: datetime | None, grace: timedelta) -> datetime | None:
+    """When a trouble that began at ``since`` stops being given time; None when it gets none (or no time is known)."""
+    if since is None or not grace:
         return None
     try:
-        return pod.since + grace
-    except OverflowError:  # a time at the end of the calendar is no time a pod was placed
+        return since + grace
+    except OverflowError:  # a time at the end of the calendar is no time anything began
         return None
 
 
-def triage(pods: tuple[StuckPod, ...], now: datetime | None, grace_seconds: int) -> Triage:
-    """Which of ``pods`` count at ``now``; without a clock reading every one counts."""
+def split(found: Iterable[tuple[T, datetime | None]], now: datetime | None, grace_seconds: int) -> Split[T]:
+    """Each trouble counts once its grace from its start ran out; a start of None (at once, or unknown) counts now.
+
+    The one grace calculation of the hooks: without a clock reading every trouble counts.
+    """
     grace = timedelta(seconds=grace_seconds)
-    failing: list[StuckPod] = []
-    waiting: list[StuckPod] = []
+    failing: list[T] = []
+    waiting: list[T] = []
     ends: list[datetime] = []
-    for pod in pods:
-        end = expiry(pod, grace)
-        if now is None or end is None or now >= end:
-            failing.append(pod)
+    for trouble, since in found:
+        until = end(since, grace)
+        if now is None or until is None or now >= until:
+            failing.append(trouble)
         else:
-            waiting.append(pod)
-            ends.append(end)
-    return Triage(tuple(failing), tuple(waiting), min(ends, default=None))
+            waiting.append(trouble)
+            ends.append(until)
+    return Split(tuple(failing), tuple(waiting), min(ends, default=None))
+
+
+def triage(pods: tuple[StuckPod, ...], now: datetime | None, grace_seconds: int) -> Split[StuckPod]:
+    """Which of ``pods`` count at ``now``: only a trouble that may pass by itself is given the grace."""
+    return split(((pod, pod.since if pod.reason in WAITS_FOR else None) for pod in pods), now, grace_seconds)
 
 
 WAITS_FOR_ITS_NODE = "for its volume's node"

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks import patroni_cleanup, patroni_rollout
-from hooks.replication import Plan
+from hooks.replication import cleanup
+from hooks.replication import rollout as member_rollout
+from hooks.replication.shape import Plan
 from testbed.models.metacontroller import (
     LAST_APPLIED,
     apply_update,
@@ -82,7 +83,7 @@ def test_every_child_the_wired_hooks_answer_is_stored_as_a_fixed_point_at_each_s
 def test_the_patroni_cleanup_job_and_its_role_are_stored_as_fixed_points(kube: Kube, namespace: str) -> None:
     """Asked only on deletion, once every member is gone: the Job is created as sent (never updated), and the
     Role and binding merge to nothing."""
-    for desired in patroni_cleanup.children("demo", namespace, members(2)):
+    for desired in cleanup.children("demo", namespace, members(2)):
         stored = apply(kube, namespace, desired)
         sent = desired_as_sent(desired, namespace, PARENT_UID)
         if desired["kind"] == "Job":
@@ -99,7 +100,7 @@ def test_the_rollout_job_and_its_role_are_stored_as_fixed_points(kube: Kube, nam
     to nothing, and the Job is stored with the script and environment sent."""
     plan = Plan(2, True)
     templates = [desired["spec"]["template"] for desired in rendered() if desired["kind"] == "StatefulSet"]
-    for desired in patroni_rollout.children("demo", namespace, members(2), 2, plan, templates):
+    for desired in member_rollout.children("demo", namespace, members(2), 2, plan, templates):
         stored = apply(kube, namespace, desired)
         sent = desired_as_sent(desired, namespace, PARENT_UID)
         if desired["kind"] == "Job":

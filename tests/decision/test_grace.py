@@ -14,10 +14,10 @@ import pytest
 
 from hooks.handler import MIN_RECHECK_SECONDS, recheck_after
 from hooks.lifecycle import Decision, Phase, decide
-from hooks.snapshot import SeedJobView
 from hooks.spec import DEFAULT_POD_START_GRACE_SECONDS, MAX_POD_START_GRACE_SECONDS
 from hooks.trouble import grace
 from hooks.trouble.stuck import STUCK_ORDER, StuckPod
+from hooks.workloads import SeedJobView
 
 from ..support.hook import moment
 from ..support.snapshots import available, condition, rolling, snapshot, spec, sts

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from hooks import pod_templates
 from hooks.lifecycle import Phase, decide
-from hooks.snapshot import Rollout, SeedJobView, StatefulSetView
 from hooks.trouble.stuck import StuckPod
+from hooks.workloads import Rollout, SeedJobView, StatefulSetView
 
 from ..support.snapshots import available, cache, condition, rolling, snapshot, spec, sts
 

@@ -10,7 +10,7 @@ import ast
 import sys
 from typing import Any
 
-from hooks import patroni_cleanup
+from hooks.replication import cleanup
 from hooks.spec import ShardDBSpec
 
 from ..support.replication import answer, applied, child, kinds_named, parent, request, stages
@@ -41,7 +41,7 @@ def members_gone(related: list[Obj], job: Obj | None = None) -> Obj:
 
 def observed_job(condition: str | None) -> Obj:
     """The cleanup Job as stored, with a ``condition`` True (Complete, Failed), else still active."""
-    job = applied([patroni_cleanup.job("demo", ShardDBSpec.model_validate(parent()["spec"]))])
+    job = applied([cleanup.job("demo", ShardDBSpec.model_validate(parent()["spec"]))])
     stored: Obj = job["Job.batch/v1"][CLEANUP]
     stored["status"] = {"conditions": [{"type": condition, "status": "True"}]} if condition else {"active": 1}
     return stored
@@ -134,7 +134,7 @@ def test_the_cleanup_role_grants_only_list_and_deletecollection_of_configmaps() 
 def test_the_script_uses_the_standard_library_alone() -> None:
     imported = {
         alias.name.split(".")[0]
-        for node in ast.walk(ast.parse(patroni_cleanup.SCRIPT))
+        for node in ast.walk(ast.parse(cleanup.SCRIPT))
         if isinstance(node, ast.Import)
         for alias in node.names
     }

@@ -11,8 +11,9 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from hooks import replication
-from hooks.replication import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
+from hooks import names
+from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
+from hooks.replication import health
 
 from ..support.replication import (
     FIXED,
@@ -82,7 +83,7 @@ def crash_looping(shard: int, member: int) -> Obj:
 
 def test_a_shard_without_a_primary_past_the_grace_is_degraded_no_primary() -> None:
     degraded = condition(running(without("demo-db-1-0")), "Degraded")
-    assert (degraded["status"], degraded["reason"]) == ("True", replication.NO_PRIMARY)
+    assert (degraded["status"], degraded["reason"]) == ("True", health.NO_PRIMARY)
     assert "demo-db-1" in degraded["message"]
 
 
@@ -114,7 +115,7 @@ def test_a_members_ready_turning_restarts_the_shards_grace() -> None:
 def test_a_synchronous_shard_without_its_sync_standby_past_the_grace_is_degraded_no_sync_standby() -> None:
     pods = [*without("demo-db-1-1"), member_pod(1, 1, FOLLOWER_LABEL_VALUE, streaming=False)]
     degraded = condition(running(pods), "Degraded")
-    assert (degraded["status"], degraded["reason"]) == ("True", replication.NO_SYNC_STANDBY)
+    assert (degraded["status"], degraded["reason"]) == ("True", health.NO_SYNC_STANDBY)
     assert "acknowledged by the primary alone" in degraded["message"]
 
 
@@ -122,7 +123,7 @@ def test_a_shard_that_lost_its_sync_standby_still_serves() -> None:
     """Patroni's synchronous mode is not strict: the primary goes on alone, so the ShardDB stays Available."""
     body = running(without("demo-db-1-1"))
     assert condition(body, "Available")["status"] == "True"
-    assert body["status"]["replication"]["shards"][1]["reason"] == replication.NO_SYNC_STANDBY
+    assert body["status"]["replication"]["shards"][1]["reason"] == health.NO_SYNC_STANDBY
 
 
 def test_a_standby_cloned_within_the_grace_is_progressing() -> None:
@@ -139,7 +140,7 @@ def stalled(shard: int, member: int, state: str = "starting") -> Obj:
     """A member pod Patroni runs but that does not stream: unlabelled (Patroni labels running standbys only)."""
     pod = member_pod(shard, member, None)
     status = patroni_status(f"10.0.{shard}.{10 + member}", "replica", state=state, xlog_location=None, timeline=None)
-    pod["metadata"]["annotations"][replication.STATUS_ANNOTATION] = status
+    pod["metadata"]["annotations"][names.STATUS_ANNOTATION] = status
     return pod
 
 
@@ -156,7 +157,7 @@ def third(shard: int) -> Obj:
 
 def test_a_standby_that_does_not_stream_past_the_grace_is_degraded_standby_not_streaming() -> None:
     degraded = condition(three_members([*healthy(), third(0), stalled(1, 2)]), "Degraded")
-    assert (degraded["status"], degraded["reason"]) == ("True", replication.STANDBY_NOT_STREAMING)
+    assert (degraded["status"], degraded["reason"]) == ("True", health.STANDBY_NOT_STREAMING)
 
 
 def test_a_standby_that_does_not_stream_is_named_with_patronis_state() -> None:
@@ -185,13 +186,13 @@ def test_a_shard_waiting_for_its_sync_standby_says_so_once_not_twice() -> None:
 
 def test_a_sync_standby_that_does_not_stream_is_no_sync_standby_first_then_named() -> None:
     degraded = condition(running([*without("demo-db-1-1"), stalled(1, 1)]), "Degraded")
-    assert degraded["reason"] == replication.NO_SYNC_STANDBY
+    assert degraded["reason"] == health.NO_SYNC_STANDBY
     assert "standby demo-db-1-1 does not stream" in degraded["message"]
 
 
 def test_a_standby_is_not_named_while_its_shard_has_no_primary() -> None:
     degraded = condition(running([*without("demo-db-1-0", "demo-db-1-1"), stalled(1, 1)]), "Degraded")
-    assert degraded["reason"] == replication.NO_PRIMARY
+    assert degraded["reason"] == health.NO_PRIMARY
     assert "does not stream" not in degraded["message"]
 
 
@@ -206,7 +207,7 @@ def test_a_standby_that_streams_however_far_behind_is_not_degraded() -> None:
 def test_two_pods_labelled_primary_are_degraded_at_once_first_of_all() -> None:
     pods = [*without("demo-db-1-1"), moved_recently(member_pod(1, 1, LEADER_LABEL_VALUE))]
     degraded = condition(running(pods), "Degraded")
-    assert (degraded["status"], degraded["reason"]) == ("True", replication.TWO_PRIMARIES)
+    assert (degraded["status"], degraded["reason"]) == ("True", health.TWO_PRIMARIES)
     assert "demo-db-1-0 and demo-db-1-1" in degraded["message"]
     assert "patronictl list" in degraded["message"]
 
@@ -225,7 +226,7 @@ def test_a_crash_looping_member_is_shard_pods_failing_before_what_it_causes() ->
     degraded = condition(running([*without("demo-db-1-1"), crash_looping(1, 1)]), "Degraded")
     assert degraded["reason"] == "ShardPodsFailing"
     assert "demo-db-1-1: CrashLoopBackOff" in degraded["message"]
-    assert replication.NO_SYNC_STANDBY not in degraded["reason"]
+    assert health.NO_SYNC_STANDBY not in degraded["reason"]
 
 
 # --- what stays as it was ----------------------------------------------------------------------------

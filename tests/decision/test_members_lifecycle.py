@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hooks import handler, names, patroni, replication
+from hooks import handler, names
 from hooks.lifecycle import decide
-from hooks.replication import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
+from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
+from hooks.replication import config as patroni_config
+from hooks.replication import shape
 
 from ..support.replication import (
     SWITCHED,
@@ -59,7 +61,7 @@ def test_each_shard_is_a_statefulset_of_its_members_run_by_patroni() -> None:
     for shard in (0, 1):
         sts = child(children, "StatefulSet", f"demo-db-{shard}")
         assert sts["spec"]["replicas"] == 2
-        assert patroni.CONFIG_ANNOTATION in sts["spec"]["template"]["metadata"]["annotations"]
+        assert patroni_config.CONFIG_ANNOTATION in sts["spec"]["template"]["metadata"]["annotations"]
 
 
 def test_patronis_account_role_and_binding_come_with_the_shards() -> None:
@@ -275,7 +277,7 @@ def test_the_status_is_a_fixed_point_fed_back() -> None:
 def test_members_on_mariadb_are_degraded_naming_the_field_and_make_no_shard() -> None:
     body = answer(request(parent({"dbImage": "mariadb:11"})))
     degraded = condition(body, "Degraded")
-    assert (degraded["status"], degraded["reason"]) == ("True", replication.UNSUPPORTED)
+    assert (degraded["status"], degraded["reason"]) == ("True", shape.UNSUPPORTED)
     assert "spec.replication.members" in degraded["message"]
     assert not any(each["kind"] == "StatefulSet" for each in body["children"])
 
@@ -284,7 +286,7 @@ def test_members_asked_of_running_single_copies_are_refused_and_the_shards_kept(
     single = answer(request(parent(members_count=1)))
     body = answer(request(parent(), applied(single["children"])))
     degraded = condition(body, "Degraded")
-    assert degraded["reason"] == replication.CHANGE_REFUSED
+    assert degraded["reason"] == shape.CHANGE_REFUSED
     assert "spec.replication.members" in degraded["message"]
     assert child(body["children"], "StatefulSet", "demo-db") == child(single["children"], "StatefulSet", "demo-db")
     assert not any(each["kind"] == "Role" for each in body["children"])
@@ -293,7 +295,7 @@ def test_members_asked_of_running_single_copies_are_refused_and_the_shards_kept(
 def test_fewer_members_asked_of_running_shards_is_refused_and_no_child_goes() -> None:
     three = answer(request(parent(members_count=3)))
     body = answer(request(parent(members_count=2), applied(three["children"]), []))
-    assert condition(body, "Degraded")["reason"] == replication.CHANGE_REFUSED
+    assert condition(body, "Degraded")["reason"] == shape.CHANGE_REFUSED
     assert kinds_named(three["children"]) <= kinds_named(body["children"])
     assert child(body["children"], "StatefulSet", "demo-db-0")["spec"]["replicas"] == 3
 
@@ -313,7 +315,7 @@ def member_templates(children: list[Obj]) -> dict[str, Obj]:
 def test_pgpassword_with_members_is_degraded_naming_the_field_and_makes_no_shard() -> None:
     body = answer(request(with_pgpassword()))
     degraded = condition(body, "Degraded")
-    assert (degraded["status"], degraded["reason"]) == ("True", replication.PASSWORD_REFUSED)
+    assert (degraded["status"], degraded["reason"]) == ("True", shape.PASSWORD_REFUSED)
     assert "spec.db.env[PGPASSWORD]" in degraded["message"]
     assert "POSTGRES_PASSWORD" in degraded["message"]
     assert not any(each["kind"] == "StatefulSet" for each in body["children"])
@@ -322,7 +324,7 @@ def test_pgpassword_with_members_is_degraded_naming_the_field_and_makes_no_shard
 def test_pgpassword_added_to_running_shards_rolls_no_member_and_no_child_goes() -> None:
     running = STAGES["running"]["children"]
     body = answer(request(with_pgpassword(), applied(running), marks()))
-    assert condition(body, "Degraded")["reason"] == replication.PASSWORD_REFUSED
+    assert condition(body, "Degraded")["reason"] == shape.PASSWORD_REFUSED
     assert kinds_named(running) <= kinds_named(body["children"])
     assert member_templates(body["children"]) == member_templates(running)
 
@@ -474,6 +476,6 @@ def test_a_paused_sharddb_with_members_is_frozen_too() -> None:
 
 def test_the_decision_renders_todays_shape_for_one_member() -> None:
     decision = decide(available())
-    assert decision.replication == replication.SINGLE_COPY
+    assert decision.replication == shape.SINGLE_COPY
     assert decision.shard_sets == ()
     assert not decision.members

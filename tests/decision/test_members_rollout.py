@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks import patroni_rollout
-from hooks.replication import Plan
-from hooks.snapshot import Rollout
+from hooks.replication import rollout as member_rollout
+from hooks.replication.shape import Plan
 from hooks.spec import ShardDBSpec
+from hooks.workloads import Rollout
 
 from ..support.replication import answer, applied, child, healthy, parent, primary_slice, request, stages, sync_record
 
@@ -104,30 +104,30 @@ def test_a_rollout_in_progress_says_the_standbys_go_first() -> None:
 
 
 def test_the_role_names_only_this_sharddbs_statefulsets_and_member_pods() -> None:
-    role = patroni_rollout.role("demo", 2, PLAN)
+    role = member_rollout.role("demo", 2, PLAN)
     names = {rule["resources"][0]: rule["resourceNames"] for rule in role["rules"]}
     assert names["statefulsets"] == ["demo-db-0", "demo-db-1"]
     assert names["pods"] == names["pods/eviction"] == ["demo-db-0-0", "demo-db-0-1", "demo-db-1-0", "demo-db-1-1"]
 
 
 def test_the_role_may_evict_and_read_but_never_delete_or_list() -> None:
-    role = patroni_rollout.role("demo", 2, PLAN)
+    role = member_rollout.role("demo", 2, PLAN)
     verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
     assert verbs == {"get", "create"}
 
 
 def test_the_job_name_fits_where_the_cleanup_job_name_fits() -> None:
-    job = patroni_rollout.job("demo", SPEC, 2, PLAN, [{}])
+    job = member_rollout.job("demo", SPEC, 2, PLAN, [{}])
     assert len(job["metadata"]["name"]) == len("demo-patroni-cleanup")
 
 
 def test_the_job_has_no_deadline_so_a_waiting_rollout_never_fails_half_done() -> None:
-    job = patroni_rollout.job("demo", SPEC, 2, PLAN, [{}])
+    job = member_rollout.job("demo", SPEC, 2, PLAN, [{}])
     assert "activeDeadlineSeconds" not in job["spec"]
 
 
 def test_the_script_compiles() -> None:
-    compile(patroni_rollout.SCRIPT, "rollout", "exec")
+    compile(member_rollout.SCRIPT, "rollout", "exec")
 
 
 # --- OnDelete's revisions: the StatefulSet controller never makes the update revision current ---------
@@ -197,7 +197,7 @@ def test_a_live_member_of_an_older_revision_asks_for_the_rollout_job() -> None:
 # --- the Job's choice, as its script makes it (the very text it runs) -----------------------------------
 
 CHOSEN: dict[str, Any] = {}
-exec(patroni_rollout.CHOOSE, CHOSEN)
+exec(member_rollout.CHOOSE, CHOSEN)
 
 
 def pod(name: str, revision: str, role: str, ready: bool = True) -> Obj:

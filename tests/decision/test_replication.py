@@ -1,6 +1,6 @@
 """``spec.replication``: what it means, when it is refused, when a shard with members is ready, and what Patroni gets.
 
-The building blocks (``hooks/replication.py``, ``hooks/patroni.py``), called directly, and a ShardDB without
+The building blocks (``hooks/replication/``, ``hooks/replication/objects.py``), called directly, and a ShardDB without
 members answering as it always did; the lifecycle they are wired into is ``test_members_lifecycle.py``'s.
 """
 
@@ -15,21 +15,14 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from hooks import handler, names, patroni, pod_templates, replication
-from hooks.replication import (
-    SINGLE_COPY,
-    Endpoint,
-    Failover,
-    MemberPod,
-    MemberState,
-    Observed,
-    Plan,
-    ShardHealth,
-    SyncRecord,
-    decide,
-    member_states,
-    shard_health,
-)
+from hooks import handler, names, pod_templates
+from hooks.replication import config as patroni_config
+from hooks.replication import objects as patroni_objects
+from hooks.replication import shape
+from hooks.replication import template as member_pods
+from hooks.replication.health import MemberState, ShardHealth, member_states, registered, shard_health
+from hooks.replication.marks import Endpoint, Failover, MemberPod, SyncRecord
+from hooks.replication.shape import SINGLE_COPY, Observed, Plan, decide
 from hooks.spec import ShardDBSpec
 from testbed.models.metacontroller import difference, for_create, needs_update
 from testbed.models.world import World, bring_up, sharddb
@@ -68,7 +61,7 @@ def container(objects: list[Obj], shard: int = 0) -> Obj:
 
 def config(objects: list[Obj], shard: int = 0) -> Obj:
     annotations = statefulset(objects, shard)["spec"]["template"]["metadata"]["annotations"]
-    loaded: Obj = json.loads(annotations[patroni.CONFIG_ANNOTATION])
+    loaded: Obj = json.loads(annotations[patroni_config.CONFIG_ANNOTATION])
     return loaded
 
 
@@ -146,16 +139,16 @@ def test_a_refused_running_sharddb_keeps_its_shards_as_they_are() -> None:
 
 
 def test_mariadb_with_one_member_is_not_refused() -> None:
-    assert decide("demo", spec(dbImage="mariadb:10.11"), Observed()) == replication.Outcome(SINGLE_COPY)
+    assert decide("demo", spec(dbImage="mariadb:10.11"), Observed()) == shape.Outcome(SINGLE_COPY)
 
 
 @pytest.mark.parametrize("image", [PATRONI_IMAGE, "postgres:16", "ghcr.io/zalando/spilo-16:3.3-p1", "localhost/my-db"])
 def test_an_image_not_named_for_mariadb_or_mysql_is_postgresql(image: str) -> None:
-    assert replication.engine(image) is replication.Engine.POSTGRESQL
+    assert shape.engine(image) is shape.Engine.POSTGRESQL
 
 
 def test_a_registry_port_is_not_read_as_a_tag() -> None:
-    assert replication.engine("mysql.example.com:5000/postgres:16") is replication.Engine.POSTGRESQL
+    assert shape.engine("mysql.example.com:5000/postgres:16") is shape.Engine.POSTGRESQL
 
 
 # --- changes once shards exist ------------------------------------------------------------------
@@ -177,7 +170,7 @@ def test_shards_with_members_are_never_made_single_copies() -> None:
 
 
 def test_two_members_may_grow_to_three() -> None:
-    assert decide("demo", members(3), Observed(members=2, synchronous=True)) == replication.Outcome(Plan(3, True))
+    assert decide("demo", members(3), Observed(members=2, synchronous=True)) == shape.Outcome(Plan(3, True))
 
 
 def test_three_members_do_not_shrink_to_two() -> None:
@@ -195,21 +188,21 @@ def test_synchronous_is_fixed_once_the_shards_exist() -> None:
 
 
 def test_an_unchanged_shape_is_not_refused() -> None:
-    assert decide("demo", members(2), Observed(members=2, synchronous=True)) == replication.Outcome(TWO)
+    assert decide("demo", members(2), Observed(members=2, synchronous=True)) == shape.Outcome(TWO)
 
 
 def test_the_shape_is_read_back_from_what_the_statefulsets_record() -> None:
-    recorded = [replication.record(Plan(3, False))] * 2
+    recorded = [shape.record(Plan(3, False))] * 2
     assert Observed.from_annotations(False, recorded) == Observed(members=3, synchronous=False)
 
 
 def test_a_missing_or_bad_record_reads_as_no_members() -> None:
-    bad = [{}, {replication.MEMBERS_ANNOTATION: "two"}, {replication.MEMBERS_ANNOTATION: "1"}]
+    bad = [{}, {names.MEMBERS_ANNOTATION: "two"}, {names.MEMBERS_ANNOTATION: "1"}]
     assert Observed.from_annotations(True, bad) == Observed(single_copy=True)
 
 
 def test_statefulsets_that_disagree_read_as_the_larger_shape() -> None:
-    recorded = [replication.record(Plan(2, True)), replication.record(Plan(3, True))]
+    recorded = [shape.record(Plan(2, True)), shape.record(Plan(3, True))]
     assert Observed.from_annotations(False, recorded).members == 3
 
 
@@ -217,7 +210,7 @@ def test_statefulsets_that_disagree_read_as_the_larger_shape() -> None:
 
 
 def test_a_name_too_long_for_members_is_refused_and_todays_limit_stays() -> None:
-    longest = "x" * replication.MAX_REPLICATED_NAME_LENGTH
+    longest = "x" * names.MAX_REPLICATED_NAME_LENGTH
     assert decide(longest, members(2), Observed()).refusal is None
     outcome = decide(longest + "x", members(2), Observed())
     assert outcome.refusal is not None
@@ -228,10 +221,10 @@ def test_a_name_too_long_for_members_is_refused_and_todays_limit_stays() -> None
 
 
 def test_the_longest_name_with_members_leaves_every_member_name_within_its_limit() -> None:
-    longest = "x" * replication.MAX_REPLICATED_NAME_LENGTH
-    for what, value, limit in replication._replicated_names(longest):
+    longest = "x" * names.MAX_REPLICATED_NAME_LENGTH
+    for what, value, limit in names.replicated_derived(longest):
         assert len(value) <= limit, what
-    assert replication._binding_limit() == "a member pod's label controller-revision-hash"
+    assert names.replicated_binding_limit() == "a member pod's label controller-revision-hash"
 
 
 # --- readiness -----------------------------------------------------------------------------------------
@@ -300,7 +293,7 @@ def test_the_pods_marks_are_read_as_patroni_writes_them() -> None:
     pod: Obj = {
         "metadata": {
             "name": "demo-db-0-1",
-            "labels": {replication.ROLE_LABEL: "replica"},
+            "labels": {names.ROLE_LABEL: "replica"},
             "annotations": {"status": '{"state":"running","role":"replica","replication_state":"streaming"}'},
         },
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
@@ -318,7 +311,7 @@ def test_an_unreadable_status_annotation_reads_as_not_running() -> None:
 
 def marked(name: str, role: str | None, status: str) -> MemberPod:
     """A member pod read from Patroni's marks: its role label and its ``status`` annotation."""
-    labels = {replication.ROLE_LABEL: role} if role else {}
+    labels = {names.ROLE_LABEL: role} if role else {}
     pod: Obj = {"metadata": {"name": name, "labels": labels, "annotations": {"status": status}}}
     return MemberPod.from_pod(pod)
 
@@ -489,17 +482,17 @@ def test_the_sync_configmap_is_read_from_its_annotations() -> None:
 
 
 def test_a_primary_is_registered_once_it_is_a_ready_endpoint_of_its_primary_service() -> None:
-    assert replication.registered("demo-db-0-0", [Endpoint("demo-db-0-0")])
-    assert not replication.registered("demo-db-0-0", [Endpoint("demo-db-0-0", ready=False)])
-    assert not replication.registered("demo-db-0-0", [Endpoint("demo-db-0-1", ready=True)])
-    assert not replication.registered(None, [Endpoint(None)])
+    assert registered("demo-db-0-0", [Endpoint("demo-db-0-0")])
+    assert not registered("demo-db-0-0", [Endpoint("demo-db-0-0", ready=False)])
+    assert not registered("demo-db-0-0", [Endpoint("demo-db-0-1", ready=True)])
+    assert not registered(None, [Endpoint(None)])
 
 
 # --- Patroni's own objects ------------------------------------------------------------------------------
 
 
 def test_patronis_own_configmaps_are_named_after_its_scope() -> None:
-    assert patroni.patroni_owned("demo-db-0") == {
+    assert names.patroni_owned("demo-db-0") == {
         "demo-db-0-leader",
         "demo-db-0-config",
         "demo-db-0-sync",
@@ -510,16 +503,16 @@ def test_patronis_own_configmaps_are_named_after_its_scope() -> None:
 
 def test_no_child_is_a_configmap_endpoints_or_bears_a_patroni_name() -> None:
     objects = rendered(members(3), Plan(3, True), shards=4)
-    owned = set().union(*(patroni.patroni_owned(f"demo-db-{shard}") for shard in range(4)))
-    assert {obj["kind"] for obj in objects} <= patroni.RENDERED_KINDS
-    assert not {"ConfigMap", "Endpoints"} & patroni.RENDERED_KINDS
+    owned = set().union(*(names.patroni_owned(f"demo-db-{shard}") for shard in range(4)))
+    assert {obj["kind"] for obj in objects} <= patroni_objects.RENDERED_KINDS
+    assert not {"ConfigMap", "Endpoints"} & patroni_objects.RENDERED_KINDS
     assert not owned & {obj["metadata"]["name"] for obj in objects}
 
 
 @pytest.mark.parametrize(("kind", "name"), [("ConfigMap", "demo-db-0-x"), ("Service", "demo-db-1-leader")])
 def test_a_patroni_object_among_the_children_is_a_bug(kind: str, name: str) -> None:
-    with pytest.raises(patroni.PatroniObjectError):
-        patroni.never_patronis("demo", 2, [{"kind": kind, "metadata": {"name": name}}])
+    with pytest.raises(patroni_objects.PatroniObjectError):
+        patroni_objects.never_patronis("demo", 2, [{"kind": kind, "metadata": {"name": name}}])
 
 
 # --- RBAC ----------------------------------------------------------------------------------------------------
@@ -556,7 +549,7 @@ def test_each_shard_is_one_statefulset_of_its_members() -> None:
     for shard in (0, 1):
         body = statefulset(objects, shard)["spec"]
         assert (body["replicas"], body["serviceName"]) == (3, f"demo-db-{shard}")
-        assert body["selector"]["matchLabels"] == patroni.member_selector("demo", shard)
+        assert body["selector"]["matchLabels"] == member_pods.member_selector("demo", shard)
 
 
 def test_the_statefulset_records_the_shape_it_was_made_with() -> None:
@@ -565,31 +558,31 @@ def test_the_statefulset_records_the_shape_it_was_made_with() -> None:
 
 
 def test_the_teardown_may_scale_a_shard_to_zero() -> None:
-    template = patroni.member_template("demo", 0, members(2), TWO, pod_templates.db_template("demo", members(2)))
-    assert patroni.shard_statefulset("demo", 0, TWO, template, claims(), replicas=0)["spec"]["replicas"] == 0
+    template = member_pods.member_template("demo", 0, members(2), TWO, pod_templates.db_template("demo", members(2)))
+    assert patroni_objects.shard_statefulset("demo", 0, TWO, template, claims(), replicas=0)["spec"]["replicas"] == 0
 
 
 def test_a_shards_selector_matches_its_members_only() -> None:
     objects = rendered()
     labels = statefulset(objects, 0)["spec"]["template"]["metadata"]["labels"]
-    assert matches(patroni.member_selector("demo", 0), labels)
-    assert not matches(patroni.member_selector("demo", 1), labels)
+    assert matches(member_pods.member_selector("demo", 0), labels)
+    assert not matches(member_pods.member_selector("demo", 1), labels)
 
 
 def test_the_primary_service_selects_the_label_patroni_sets_on_the_leader() -> None:
     selector = one(rendered(), "Service", "demo-db-0-primary")["spec"]["selector"]
-    assert selector == {**patroni.member_selector("demo", 0), "mygroup.example.com/role": "primary"}
+    assert selector == {**member_pods.member_selector("demo", 0), "mygroup.example.com/role": "primary"}
 
 
 def test_the_standby_service_selects_the_label_patroni_sets_on_a_running_standby() -> None:
     selector = one(rendered(), "Service", "demo-db-0-standby")["spec"]["selector"]
-    assert selector == {**patroni.member_selector("demo", 0), "mygroup.example.com/role": "replica"}
+    assert selector == {**member_pods.member_selector("demo", 0), "mygroup.example.com/role": "replica"}
 
 
 def test_patroni_is_told_the_labels_the_services_select() -> None:
     kubernetes = config(rendered())["kubernetes"]
     assert (kubernetes["role_label"], kubernetes["leader_label_value"], kubernetes["follower_label_value"]) == (
-        replication.ROLE_LABEL,
+        names.ROLE_LABEL,
         "primary",
         "replica",
     )
@@ -599,24 +592,30 @@ def test_patronis_member_selector_is_the_shards_members() -> None:
     objects = rendered()
     kubernetes = config(objects, 1)["kubernetes"]
     patronis = {**kubernetes["labels"], kubernetes["scope_label"]: config(objects, 1)["scope"]}
-    assert patronis == patroni.member_selector("demo", 1)
+    assert patronis == member_pods.member_selector("demo", 1)
 
 
 def test_a_shards_members_share_its_headless_service() -> None:
     service = one(rendered(), "Service", "demo-db-0")["spec"]
     assert service["clusterIP"] == "None"
-    assert service["selector"] == patroni.member_selector("demo", 0)
+    assert service["selector"] == member_pods.member_selector("demo", 0)
 
 
 def test_a_budget_lets_one_member_of_a_shard_go_at_a_time() -> None:
     budget = one(rendered(), "PodDisruptionBudget", "demo-db-1")["spec"]
-    assert budget == {"maxUnavailable": 1, "selector": {"matchLabels": patroni.member_selector("demo", 1)}}
+    assert budget == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": member_pods.member_selector("demo", 1)},
+    }
 
 
 def test_two_members_of_a_shard_never_share_a_node() -> None:
     affinity = statefulset(rendered())["spec"]["template"]["spec"]["affinity"]
     assert affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [
-        {"labelSelector": {"matchLabels": patroni.member_selector("demo", 0)}, "topologyKey": "kubernetes.io/hostname"}
+        {
+            "labelSelector": {"matchLabels": member_pods.member_selector("demo", 0)},
+            "topologyKey": "kubernetes.io/hostname",
+        }
     ]
 
 
@@ -683,10 +682,10 @@ def test_no_password_is_ever_in_the_template() -> None:
 
 def test_the_configuration_file_is_the_annotation_projected_by_the_downward_api() -> None:
     pod = statefulset(rendered())["spec"]["template"]["spec"]
-    (volume,) = [v for v in pod["volumes"] if v["name"] == patroni.CONFIG_VOLUME]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == patroni_config.CONFIG_VOLUME]
     (item,) = volume["downwardAPI"]["items"]
-    assert item["fieldRef"]["fieldPath"] == f"metadata.annotations['{patroni.CONFIG_ANNOTATION}']"
-    mount = next(m for m in container(rendered())["volumeMounts"] if m["name"] == patroni.CONFIG_VOLUME)
+    assert item["fieldRef"]["fieldPath"] == f"metadata.annotations['{patroni_config.CONFIG_ANNOTATION}']"
+    mount = next(m for m in container(rendered())["volumeMounts"] if m["name"] == patroni_config.CONFIG_VOLUME)
     env = {var["name"]: var.get("value") for var in container(rendered())["env"]}
     assert env["PATRONI_CONFIG_FILE"] == f"{mount['mountPath']}/{item['path']}"
 
@@ -724,7 +723,7 @@ def test_a_drain_command_the_user_wrote_is_kept() -> None:
 def test_the_base_template_is_not_changed() -> None:
     base = pod_templates.db_template("demo", members(2))
     before = copy.deepcopy(base)
-    patroni.member_template("demo", 0, members(2), TWO, base)
+    member_pods.member_template("demo", 0, members(2), TWO, base)
     assert base == before
 
 
@@ -785,7 +784,7 @@ def test_every_list_the_merge_replaces_whole_is_rendered_as_stored() -> None:
         assert set(rule) == {"apiGroups", "resources", "verbs"}
     assert set(binding["subjects"][0]) == {"kind", "name", "namespace"}
     pod = statefulset(objects)["spec"]["template"]["spec"]
-    (volume,) = [v for v in pod["volumes"] if v["name"] == patroni.CONFIG_VOLUME]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == patroni_config.CONFIG_VOLUME]
     assert volume["downwardAPI"]["defaultMode"] == 0o644
     assert volume["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"] == "v1"
     for var in container(objects)["env"]:
@@ -794,7 +793,7 @@ def test_every_list_the_merge_replaces_whole_is_rendered_as_stored() -> None:
 
 
 def test_patroni_reads_the_configuration_as_yaml() -> None:
-    text = statefulset(rendered())["spec"]["template"]["metadata"]["annotations"][patroni.CONFIG_ANNOTATION]
+    text = statefulset(rendered())["spec"]["template"]["metadata"]["annotations"][patroni_config.CONFIG_ANNOTATION]
     assert yaml.safe_load(text) == json.loads(text)
 
 
@@ -829,7 +828,7 @@ def test_running_shards_refused_for_pgpassword_are_held_as_they_run() -> None:
     outcome = decide("demo", with_pgpassword(2), Observed(members=2, synchronous=True))
     assert (outcome.plan, outcome.hold) == (TWO, True)
     assert outcome.refusal is not None
-    assert outcome.refusal.reason == replication.PASSWORD_REFUSED
+    assert outcome.refusal.reason == shape.PASSWORD_REFUSED
 
 
 def test_running_shards_refused_for_pgpassword_do_not_grow() -> None:
@@ -840,21 +839,21 @@ def test_running_shards_refused_for_pgpassword_do_not_grow() -> None:
 def test_a_refusal_of_the_shape_comes_before_pgpassword_and_still_holds_the_members() -> None:
     outcome = decide("demo", with_pgpassword(1), Observed(members=2, synchronous=True))
     assert outcome.refusal is not None
-    assert outcome.refusal.reason == replication.CHANGE_REFUSED
+    assert outcome.refusal.reason == shape.CHANGE_REFUSED
     assert (outcome.plan, outcome.hold) == (TWO, True)
 
 
 def test_pgpassword_with_one_member_is_not_refused() -> None:
-    assert decide("demo", with_pgpassword(1), Observed()) == replication.Outcome(SINGLE_COPY)
+    assert decide("demo", with_pgpassword(1), Observed()) == shape.Outcome(SINGLE_COPY)
 
 
 def test_pgpassword_on_single_copies_asked_for_members_is_refused_as_a_change_only() -> None:
     outcome = decide("demo", with_pgpassword(2), Observed(single_copy=True))
     assert outcome.refusal is not None
-    assert outcome.refusal.reason == replication.CHANGE_REFUSED
+    assert outcome.refusal.reason == shape.CHANGE_REFUSED
     assert (outcome.plan, outcome.hold) == (SINGLE_COPY, False)
 
 
 def test_postgres_password_with_members_is_not_refused() -> None:
     env = [{"name": "POSTGRES_PASSWORD", "value": "x"}, {"name": "PATRONI_SUPERUSER_PASSWORD", "value": "x"}]
-    assert decide("demo", spec(replication={"members": 2}, db={"env": env}), Observed()) == replication.Outcome(TWO)
+    assert decide("demo", spec(replication={"members": 2}, db={"env": env}), Observed()) == shape.Outcome(TWO)

@@ -23,10 +23,11 @@ import yaml
 
 from hooks import pod_templates
 from hooks.lifecycle import Decision, decide
-from hooks.snapshot import SeedJobView, Snapshot
+from hooks.snapshot import Snapshot
 from hooks.trouble.lost import LostPod
 from hooks.trouble.missing import MissingPod
 from hooks.trouble.stuck import StuckPod
+from hooks.workloads import SeedJobView
 
 from ..support.hook import moment
 from ..support.reasons import EMITTED, emitted

@@ -1,7 +1,7 @@
 """Patroni members in real containers (podman on runc), talking to the real API server as the hooks' ServiceAccount.
 
 What Kubernetes would give each member pod, given here: the hooks' rendered configuration as the
-file ``PATRONI_CONFIG_FILE`` names, the env ``hooks.patroni.patroni_env`` renders with its
+file ``PATRONI_CONFIG_FILE`` names, the env ``hooks.replication.template.patroni_env`` renders with its
 downward-API fields filled in, a ServiceAccount token and the API server's CA where a pod has them,
 ``KUBERNETES_SERVICE_HOST``/``PORT``, a Pod object of the member's name and labels for Patroni to
 label, and the restricted Pod Security shape (read-only root, no capabilities, the image's user).
@@ -26,8 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hooks import patroni
-from hooks.replication import shard_name
+from hooks import names
+from hooks.names import shard_name
+from hooks.replication import config as patroni_config
+from hooks.replication import objects as patroni_objects
+from hooks.replication import template as member_pods
 from testbed.real.apiclient import ApiClient
 from testbed.real.machine import podman_runtime
 from tools.image.builders import ulimits_below_own
@@ -91,7 +94,7 @@ def pod_address() -> str:
     """A loopback address of its own on which the PostgreSQL and Patroni ports are free: a member's 'pod IP'."""
     for _ in range(50):
         address = str(ipaddress.IPv4Address("127.0.0.0") + random.randint(2 << 16, 250 << 16))
-        if all(_free(address, port) for port in (patroni.PATRONI_PORT, DB_PORT)):
+        if all(_free(address, port) for port in (patroni_config.PATRONI_PORT, DB_PORT)):
             return address
     raise PodmanError("no loopback address with ports 5432 and 8008 free in 50 tries")
 
@@ -141,10 +144,14 @@ class Shard:
 def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Path, folder: Path, image: str) -> Shard:
     """The hooks' ServiceAccount, Role (exactly ``RBAC_RULES``) and RoleBinding, a token of that account, the config."""
     spec = members(2)
-    for obj in (patroni.service_account(parent), patroni.role(parent), patroni.role_binding(parent, namespace, spec)):
+    for obj in (
+        patroni_objects.service_account(parent),
+        patroni_objects.role(parent),
+        patroni_objects.role_binding(parent, namespace, spec),
+    ):
         response = kube.create(obj, namespace)
         assert response.status_code == 201, response.text
-    account = patroni.account_name(parent)
+    account = names.account_name(parent)
     request = {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "spec": {"expirationSeconds": 3600}}
     url = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
     response = kube.http.post(url, json=request)
@@ -153,11 +160,11 @@ def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Pat
     secrets.mkdir(parents=True)
     (secrets / "token").write_text(response.json()["status"]["token"])
     shutil.copyfile(ca_file, secrets / "ca.crt")
-    config = patroni.PatroniConfig(parent, 0, spec.db.port, spec.db.data_path, synchronous=True)
-    (folder / patroni.CONFIG_FILE).write_text(config.as_text())
+    config = patroni_config.PatroniConfig(parent, 0, spec.db.port, spec.db.data_path, synchronous=True)
+    (folder / patroni_config.CONFIG_FILE).write_text(config.as_text())
     for path in (secrets, folder):
         path.chmod(0o755)
-    for path in (secrets / "token", secrets / "ca.crt", folder / patroni.CONFIG_FILE):
+    for path in (secrets / "token", secrets / "ca.crt", folder / patroni_config.CONFIG_FILE):
         path.chmod(0o644)
     return Shard(kube, namespace, parent, api_port, folder, image)
 
@@ -166,7 +173,7 @@ def member_env(shard: Shard, name: str, address: str) -> dict[str, str]:
     """``patroni_env`` as a pod would have it (fields filled, ``$(VAR)`` expanded), the passwords, the API server."""
     fields = {"metadata.name": name, "metadata.namespace": shard.namespace, "status.podIP": address}
     env: dict[str, str] = {}
-    for var in patroni.patroni_env(DB_PORT):
+    for var in member_pods.patroni_env(DB_PORT):
         if "value" in var:
             env[var["name"]] = re.sub(r"\$\((\w+)\)", lambda found: env[found.group(1)], var["value"])
         else:
@@ -178,7 +185,7 @@ def member_env(shard: Shard, name: str, address: str) -> dict[str, str]:
         "KUBERNETES_SERVICE_PORT": str(shard.api_port),
         # The pod's own address in place of every address (the host's network is shared here).
         "PATRONI_POSTGRESQL_LISTEN": f"{address}:{DB_PORT}",
-        "PATRONI_RESTAPI_LISTEN": f"{address}:{patroni.PATRONI_PORT}",
+        "PATRONI_RESTAPI_LISTEN": f"{address}:{patroni_config.PATRONI_PORT}",
     }
 
 
@@ -194,7 +201,7 @@ class Member:
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": self.name, "labels": patroni.member_selector(shard.parent, 0)},
+            "metadata": {"name": self.name, "labels": member_pods.member_selector(shard.parent, 0)},
             "spec": {"containers": [{"name": "db", "image": shard.image}]},
         }
         response = shard.kube.create(pod, shard.namespace)
@@ -207,7 +214,7 @@ class Member:
 
     def _run(self, env: dict[str, str]) -> None:
         shard, container = self.shard, self.container
-        config = shard.folder / patroni.CONFIG_FILE
+        config = shard.folder / patroni_config.CONFIG_FILE
         podman(
             "run",
             "--detach",
@@ -230,7 +237,7 @@ class Member:
             "--tmpfs",
             "/var/lib/postgresql/data:mode=1777",
             "--volume",
-            f"{config}:{patroni.CONFIG_DIR}/{patroni.CONFIG_FILE}:ro",
+            f"{config}:{patroni_config.CONFIG_DIR}/{patroni_config.CONFIG_FILE}:ro",
             "--volume",
             f"{shard.folder / 'secrets'}:{SECRETS_DIR}:ro",
             *(arg for name, value in env.items() for arg in ("--env", f"{name}={value}")),
@@ -250,7 +257,7 @@ class Member:
 
     def patronictl(self, *args: str) -> str:
         """``patronictl`` in the member's container, on the configuration file the pod mounts, as a runbook runs it."""
-        config = f"{patroni.CONFIG_DIR}/{patroni.CONFIG_FILE}"
+        config = f"{patroni_config.CONFIG_DIR}/{patroni_config.CONFIG_FILE}"
         return podman("exec", self.container, "patronictl", "-c", config, *args, timeout=180.0)
 
     def lsn(self, function: str) -> int:

@@ -9,15 +9,9 @@ import json
 import shlex
 from pathlib import Path
 
-from hooks.replication import (
-    FOLLOWER_LABEL_VALUE,
-    LEADER_LABEL_VALUE,
-    ROLE_LABEL,
-    Failover,
-    MemberPod,
-    MemberState,
-    member_states,
-)
+from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE, ROLE_LABEL
+from hooks.replication.health import MemberState, member_states
+from hooks.replication.marks import Failover, MemberPod
 
 from .members import Member, Shard, wait_for
 

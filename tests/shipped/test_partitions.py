@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hooks import kinds, patroni, patroni_cleanup, patroni_rollout
+from hooks import kinds
+from hooks.replication import cleanup
+from hooks.replication import objects as patroni_objects
+from hooks.replication import rollout as member_rollout
 from testbed.real import partitions
 from testbed.real.partitions import LABEL, Setup
 
@@ -247,19 +250,19 @@ def test_the_role_lets_metacontroller_apply_every_child_kind() -> None:
 
 def test_the_role_holds_every_permission_patronis_role_grants() -> None:
     """The API server refuses a Role to a client that does not hold what it grants (escalation prevention)."""
-    for resource, verbs in patroni.RBAC_RULES:
+    for resource, verbs in patroni_objects.RBAC_RULES:
         assert allowed("", resource) >= set(verbs), resource
 
 
 def test_the_role_holds_every_permission_the_patroni_cleanup_role_grants() -> None:
     """The cleanup Job's Role is applied by Metacontroller on deletion: the same escalation prevention holds."""
-    for resource, verbs in patroni_cleanup.RBAC_RULES:
+    for resource, verbs in cleanup.RBAC_RULES:
         assert allowed("", resource) >= set(verbs), resource
 
 
 def test_the_role_holds_every_permission_the_rollout_role_grants() -> None:
     """The rollout Job's Role is applied by Metacontroller during a rollout: the same escalation prevention holds."""
-    for group, resource, verbs in patroni_rollout.RBAC_RULES:
+    for group, resource, verbs in member_rollout.RBAC_RULES:
         assert allowed(group, resource) >= set(verbs), resource
 
 

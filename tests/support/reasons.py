@@ -7,7 +7,8 @@ import ast
 import importlib
 from pathlib import Path
 
-from hooks import lifecycle, names, replication
+from hooks import lifecycle, names
+from hooks.replication import shape
 
 Reasons = dict[tuple[str, bool], set[str]]
 
@@ -60,7 +61,7 @@ class Reader:
         if isinstance(node, ast.Attribute) and node.attr == "value":
             return self.resolve(node.value, function)
         if isinstance(node, ast.Attribute) and node.attr == "reason" and self.refusal(node.value, function):
-            return set(replication.REFUSAL_REASONS)  # a replication refusal's: every reason ``decide`` gives
+            return set(shape.REFUSAL_REASONS)  # a replication refusal's: every reason ``decide`` gives
         if isinstance(node, ast.Name):
             return self.name(node.id, function)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.functions:
@@ -78,7 +79,7 @@ class Reader:
 
     @staticmethod
     def refusal(node: ast.expr, function: ast.FunctionDef) -> bool:
-        """``node`` is a parameter annotated as a ``replication.Refusal``."""
+        """``node`` is a parameter annotated as a ``shape.Refusal``."""
         return isinstance(node, ast.Name) and any(
             a.arg == node.id and a.annotation is not None and "Refusal" in ast.unparse(a.annotation)
             for a in function.args.args

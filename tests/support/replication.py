@@ -7,18 +7,21 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from hooks import handler, names, patroni, pod_templates
-from hooks.replication import (
+from hooks import handler, names, pod_templates
+from hooks.names import (
     FOLLOWER_LABEL_VALUE,
     LEADER_LABEL_VALUE,
     PRIMARY,
     ROLE_LABEL,
     STATUS_ANNOTATION,
-    Plan,
     member_name,
     role_service_name,
     sync_config_map,
 )
+from hooks.replication import config as patroni_config
+from hooks.replication import objects as patroni_objects
+from hooks.replication import template as member_pods
+from hooks.replication.shape import Plan
 from hooks.spec import ShardDBSpec
 
 Obj = dict[str, Any]
@@ -66,9 +69,10 @@ def rendered(the_spec: ShardDBSpec | None = None, plan: Plan = TWO, shards: int 
     chosen = the_spec or members(plan.members, plan.synchronous)
     base = pod_templates.db_template("demo", chosen)
     sets = [
-        patroni.ShardSet(shard, patroni.member_template("demo", shard, chosen, plan, base)) for shard in range(shards)
+        patroni_objects.ShardSet(shard, member_pods.member_template("demo", shard, chosen, plan, base))
+        for shard in range(shards)
     ]
-    return patroni.children("demo", "shop", chosen, plan, sets, claims())
+    return patroni_objects.children("demo", "shop", chosen, plan, sets, claims())
 
 
 # --- a ShardDB with members through the wired hooks: what Metacontroller and Patroni show them ---------
@@ -147,7 +151,7 @@ def patroni_status(
         "api_url": f"http://{address}:8008/patroni",
         "state": state,
         "role": role,
-        "version": patroni.PATRONI_VERSION,
+        "version": patroni_config.PATRONI_VERSION,
     }
     optional = {
         "xlog_location": xlog_location,
@@ -165,7 +169,7 @@ def member_pod(shard: int, member: int, role: str | None, *, streaming: bool = T
 
     A standby has received and replayed up to ``behind`` bytes short of the primary's position.
     """
-    labels = {**patroni.member_selector("demo", shard)}
+    labels = {**member_pods.member_selector("demo", shard)}
     if role is not None:
         labels[ROLE_LABEL] = role
     address = f"10.0.{shard}.{10 + member}"

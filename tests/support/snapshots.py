@@ -11,8 +11,9 @@ from typing import Any
 
 from hooks import pod_templates, template_choice
 from hooks.lifecycle import Decision
-from hooks.snapshot import CacheView, Rollout, SeedJobView, Snapshot, StatefulSetView, TemplateRecord
+from hooks.snapshot import Snapshot
 from hooks.spec import ShardDBSpec
+from hooks.workloads import CacheView, Rollout, SeedJobView, StatefulSetView, TemplateRecord
 
 
 def spec(**changes: Any) -> ShardDBSpec:

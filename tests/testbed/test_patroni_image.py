@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from hooks.patroni import PATRONI_VERSION
+from hooks.replication.config import PATRONI_VERSION
 from testbed.images import toolkit, workloads
 
 from ..support.dockerfiles import dockerfile, last

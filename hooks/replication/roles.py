@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from ..replication import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES, shard_name
-from ..snapshot import ShardSetView
-from .words import listed
+from .. import names
+from ..trouble.grace import Split, split
+from ..trouble.words import listed
+from .health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES
+from .sets import ShardSetView
 
 # What a shard within its grace waits for, by its health's reason.
 WAITS_FOR = {
@@ -36,13 +38,8 @@ class RoleTrouble:
     message: str
 
 
-@dataclass(frozen=True)
-class Roles:
-    """The shards with role trouble at one clock reading."""
-
-    failing: tuple[RoleTrouble, ...] = ()  # count now: Degraded names them
-    waiting: tuple[RoleTrouble, ...] = ()  # within their grace: Progressing says what they wait for
-    recheck_at: datetime | None = None  # when the earliest grace still running runs out
+# The shards with role trouble at one clock reading, split by the grace.
+Roles = Split[RoleTrouble]
 
 
 def triage(sets: Iterable[ShardSetView], parent: str, now: datetime | None, grace_seconds: int) -> Roles:
@@ -56,9 +53,9 @@ def triage(sets: Iterable[ShardSetView], parent: str, now: datetime | None, grac
         health = each.health
         if health.ready or each.statefulset.replicas == 0:
             continue
-        trouble = RoleTrouble(each.shard, shard_name(parent, each.shard), health.reason, health.message)
+        trouble = RoleTrouble(each.shard, names.shard_name(parent, each.shard), health.reason, health.message)
         found.append((trouble, each.since if health.reason not in AT_ONCE else None))
-    return _split(found, now, grace_seconds)
+    return split(found, now, grace_seconds)
 
 
 def standbys(sets: Iterable[ShardSetView], parent: str, now: datetime | None, grace_seconds: int) -> Roles:
@@ -72,39 +69,14 @@ def standbys(sets: Iterable[ShardSetView], parent: str, now: datetime | None, gr
     for each in sets:
         if each.statefulset.replicas == 0:
             continue
-        scope = shard_name(parent, each.shard)
+        scope = names.shard_name(parent, each.shard)
         for member in each.health.not_streaming:
             message = (
                 f"shard {scope}: standby {member.name} does not stream from primary {each.health.primary} "
                 f"(Patroni: {member.patroni_state})"
             )
             found.append((RoleTrouble(each.shard, scope, STANDBY_NOT_STREAMING, message), each.since))
-    return _split(found, now, grace_seconds)
-
-
-def _split(found: list[tuple[RoleTrouble, datetime | None]], now: datetime | None, grace_seconds: int) -> Roles:
-    """Each trouble counts once its grace from ``since`` ran out; None (at once, or no time known) counts now."""
-    grace = timedelta(seconds=grace_seconds)
-    failing: list[RoleTrouble] = []
-    waiting: list[RoleTrouble] = []
-    ends: list[datetime] = []
-    for trouble, since in found:
-        end = _end(since, grace)
-        if now is None or end is None or now >= end:
-            failing.append(trouble)
-        else:
-            waiting.append(trouble)
-            ends.append(end)
-    return Roles(tuple(failing), tuple(waiting), min(ends, default=None))
-
-
-def _end(since: datetime | None, grace: timedelta) -> datetime | None:
-    if since is None or not grace:
-        return None
-    try:
-        return since + grace
-    except OverflowError:  # a time at the end of the calendar is no time a shard moved
-        return None
+    return split(found, now, grace_seconds)
 
 
 def waiting_message(waiting: tuple[RoleTrouble, ...]) -> str:

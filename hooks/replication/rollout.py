@@ -26,13 +26,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from . import names, patroni, patroni_jobs
-from .replication import LEADER_LABEL_VALUE, ROLE_LABEL, Plan, member_name, shard_name
-from .spec import ShardDBSpec
+from .. import names
+from ..spec import ShardDBSpec
+from . import scripts
+from .shape import Plan
 
 Obj = dict[str, Any]
 
-COMPONENT = "rollout"
+COMPONENT = names.ROLLOUT
 BACKOFF_LIMIT = 6
 HASH_LENGTH = 7
 
@@ -141,28 +142,18 @@ print("every shard runs its latest template", flush=True)
 )
 
 
-def role_name(parent: str) -> str:
-    """The Role and RoleBinding: ``<name>-patroni-rollout``, as long as the cleanup's."""
-    return f"{patroni.account_name(parent)}-{COMPONENT}"
-
-
-def job_name(parent: str, digest: str) -> str:
-    """``<name>-rollout-<hash>``: no longer than ``<name>-patroni-cleanup``."""
-    return f"{parent}-{COMPONENT}-{digest}"
-
-
 def _meta(name: str, parent: str) -> Obj:
     return {"name": name, "labels": names.labels(parent, COMPONENT)}
 
 
 def role(parent: str, shards: int, plan: Plan) -> Obj:
     """Get on the shards' StatefulSets; get and evict on their member pods; each by name."""
-    sets = [shard_name(parent, shard) for shard in range(shards)]
-    pods = [member_name(parent, shard, member) for shard in range(shards) for member in range(plan.members)]
+    sets = [names.shard_name(parent, shard) for shard in range(shards)]
+    pods = [names.member_name(parent, shard, member) for shard in range(shards) for member in range(plan.members)]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": _meta(role_name(parent), parent),
+        "metadata": _meta(names.rollout_role_name(parent), parent),
         "rules": [
             {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get"], "resourceNames": sets},
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": pods},
@@ -184,20 +175,20 @@ def role_binding(parent: str, namespace: str, spec: ShardDBSpec) -> Obj:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": _meta(role_name(parent), parent),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name(parent)},
-        "subjects": [{"kind": "ServiceAccount", "name": patroni_jobs.account(parent, spec), "namespace": namespace}],
+        "metadata": _meta(names.rollout_role_name(parent), parent),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.rollout_role_name(parent)},
+        "subjects": [{"kind": "ServiceAccount", "name": scripts.account(parent, spec), "namespace": namespace}],
     }
 
 
 def _job_spec(parent: str, spec: ShardDBSpec, shards: int, plan: Plan) -> Obj:
     env = [
-        {"name": "SHARDDB_SHARD_SETS", "value": " ".join(shard_name(parent, shard) for shard in range(shards))},
-        {"name": "SHARDDB_ROLE_LABEL", "value": ROLE_LABEL},
-        {"name": "SHARDDB_LEADER", "value": LEADER_LABEL_VALUE},
+        {"name": "SHARDDB_SHARD_SETS", "value": " ".join(names.shard_name(parent, shard) for shard in range(shards))},
+        {"name": "SHARDDB_ROLE_LABEL", "value": names.ROLE_LABEL},
+        {"name": "SHARDDB_LEADER", "value": names.LEADER_LABEL_VALUE},
         {"name": "SHARDDB_SYNCHRONOUS", "value": "true" if plan.synchronous else "false"},
     ]
-    pod = patroni_jobs.script_pod(parent, spec, COMPONENT, SCRIPT, env)
+    pod = scripts.script_pod(parent, spec, COMPONENT, SCRIPT, env)
     # No deadline: a rollout that waits (a member down, a budget spent) waits, and evicts nothing meanwhile.
     return {
         "backoffLimit": BACKOFF_LIMIT,
@@ -217,7 +208,7 @@ def job(parent: str, spec: ShardDBSpec, shards: int, plan: Plan, templates: Sequ
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _meta(job_name(parent, digest(job_spec, templates)), parent),
+        "metadata": _meta(names.rollout_job_name(parent, digest(job_spec, templates)), parent),
         "spec": job_spec,
     }
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import patroni
-from .spec import DEFAULT_CONTAINER_SECURITY_CONTEXT, DEFAULT_DB_POD_SECURITY_CONTEXT, ShardDBSpec
+from .. import names
+from ..spec import DEFAULT_CONTAINER_SECURITY_CONTEXT, DEFAULT_DB_POD_SECURITY_CONTEXT, ShardDBSpec
 
 Obj = dict[str, Any]
 
@@ -22,7 +22,7 @@ def _clone(value: Any) -> Any:
 
 def account(parent: str, spec: ShardDBSpec) -> str:
     """The account the Jobs run as: Patroni's (the user's, when the spec names one)."""
-    return spec.service_account_name or patroni.account_name(parent)
+    return spec.service_account_name or names.account_name(parent)
 
 
 def script_pod(parent: str, spec: ShardDBSpec, name: str, script: str, env: list[Obj]) -> Obj:

@@ -1,7 +1,7 @@
 """Observe, for shards with members: each shard's StatefulSet, what Patroni marks on its pods and in its
 ``-sync`` and ``-config`` ConfigMaps, and whether its primary is registered, reduced to ``ShardSetView``s.
 
-Patroni alone decides who is primary; this only reads what it wrote (``hooks/replication.py``
+Patroni alone decides who is primary; this only reads what it wrote (``marks``
 says how each mark is read).
 """
 
@@ -13,30 +13,15 @@ from datetime import datetime
 
 import msgspec
 
-from . import clock, names
-from .hook_request import Children, EndpointSlice, Pod, Related, StatefulSet
-from .replication import (
-    MEMBERS_ANNOTATION,
-    PRIMARY,
-    SCOPE_LABEL,
-    Endpoint,
-    Failover,
-    MemberPod,
-    Observed,
-    Plan,
-    SyncRecord,
-    config_config_map,
-    registered,
-    role_service_name,
-    shard_health,
-    shard_name,
-    sync_config_map,
-)
-from .snapshot import ShardSetView, StatefulSetView
-from .trouble.missing import MissingPod, missing_pods
+from .. import clock, names
+from ..hook_request import Children, EndpointSlice, Pod, Related, StatefulSet
+from ..trouble.missing import MissingPod, missing_pods
+from ..workloads import StatefulSetView
+from .health import registered, shard_health
+from .marks import Endpoint, Failover, MemberPod, SyncRecord
+from .sets import ShardSetView
+from .shape import Observed, Plan
 
-# The label a StatefulSet puts on each pod it makes: the revision (template) the pod was made from.
-REVISION_LABEL = "controller-revision-hash"
 # Health read against the strictest shape (synchronous) when no shard records a usable one.
 _UNRECORDED = Plan(members=2, synchronous=True)
 
@@ -56,7 +41,7 @@ def shard_sets(
     found: dict[int, StatefulSet] = {}
     for sts in ((children.statefulsets if children else None) or {}).values():
         shard = names.shard_ordinal(name, sts.metadata.name)
-        if shard is not None and MEMBERS_ANNOTATION in sts.metadata.annotations:
+        if shard is not None and names.MEMBERS_ANNOTATION in sts.metadata.annotations:
             found[shard] = sts
     shape = Observed.from_annotations(single_copy, [found[shard].metadata.annotations for shard in sorted(found)])
     if not found:
@@ -68,14 +53,14 @@ def shard_sets(
     slices = (related.endpointslices if related else None) or {}
     out = []
     for shard in sorted(found):
-        scope = shard_name(name, shard)
+        scope = names.shard_name(name, shard)
         sts = found[shard]
-        record = records.get(sync_config_map(name, shard))
+        record = records.get(names.sync_config_map(name, shard))
         sync = SyncRecord.from_config_map(msgspec.to_builtins(record) if record is not None else None)
-        config = records.get(config_config_map(name, shard))
+        config = records.get(names.config_config_map(name, shard))
         failover = Failover.from_config_map(msgspec.to_builtins(config) if config is not None else None)
         health = shard_health(scope, plan, pods.get(scope, []), sync, failover)
-        endpoints = _endpoints(slices, role_service_name(name, shard, PRIMARY))
+        endpoints = _endpoints(slices, names.role_service_name(name, shard, names.PRIMARY))
         asked = asked_since(sts)
         members = by_scope.get(scope, [])
         missing: tuple[MissingPod, ...] = ()
@@ -104,7 +89,7 @@ def _pods_by_scope(name: str, related: Related | None) -> dict[str, list[Pod]]:
     """This ShardDB's member pods as observed, by the Patroni scope (shard) their label names."""
     out: dict[str, list[Pod]] = {}
     for pod in ((related.pods if related else None) or {}).values():
-        scope = pod.metadata.labels.get(SCOPE_LABEL)
+        scope = pod.metadata.labels.get(names.SCOPE_LABEL)
         if scope is not None and pod.metadata.labels.get(names.INSTANCE_LABEL) == name:
             out.setdefault(scope, []).append(pod)
     return out
@@ -113,7 +98,9 @@ def _pods_by_scope(name: str, related: Related | None) -> dict[str, list[Pod]]:
 def _outdated(members: Iterable[Pod], update_revision: str) -> int | None:
     """Live members labelled with another revision than ``update_revision``; None when that cannot be read
     (no update revision yet, or a live pod without the StatefulSet's revision label)."""
-    revisions = [pod.metadata.labels.get(REVISION_LABEL) for pod in members if pod.metadata.deletion_timestamp is None]
+    revisions = [
+        pod.metadata.labels.get(names.REVISION_LABEL) for pod in members if pod.metadata.deletion_timestamp is None
+    ]
     if not update_revision or not all(revisions):
         return None
     return sum(1 for revision in revisions if revision != update_revision)

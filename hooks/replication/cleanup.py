@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import names, patroni, patroni_jobs
-from .replication import SCOPE_LABEL
-from .spec import ShardDBSpec
+from .. import names
+from ..spec import ShardDBSpec
+from . import scripts
 
 Obj = dict[str, Any]
 
-COMPONENT = "cleanup"
+COMPONENT = names.CLEANUP
 RBAC_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (("configmaps", ("deletecollection", "list")),)
 BACKOFF_LIMIT = 6
 DEADLINE_SECONDS = 600
@@ -60,19 +60,14 @@ sys.exit(1)
 """
 
 
-def name(parent: str) -> str:
-    """The Job, its Role and RoleBinding: ``<name>-patroni-cleanup``, no longer than a shard's standby Service."""
-    return f"{patroni.account_name(parent)}-{COMPONENT}"
-
-
 def selector(parent: str) -> str:
     """Patroni's labels on every ConfigMap it writes for this ShardDB's shards: its ``labels`` and the scope label."""
     labels = names.selector_labels(parent, names.DB)
-    return ",".join([*(f"{key}={value}" for key, value in labels.items()), SCOPE_LABEL])
+    return ",".join([*(f"{key}={value}" for key, value in labels.items()), names.SCOPE_LABEL])
 
 
 def _meta(parent: str) -> Obj:
-    return {"name": name(parent), "labels": names.labels(parent, COMPONENT)}
+    return {"name": names.cleanup_name(parent), "labels": names.labels(parent, COMPONENT)}
 
 
 def role(parent: str) -> Obj:
@@ -91,15 +86,15 @@ def role_binding(parent: str, namespace: str, spec: ShardDBSpec) -> Obj:
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": _meta(parent),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name(parent)},
-        "subjects": [{"kind": "ServiceAccount", "name": patroni_jobs.account(parent, spec), "namespace": namespace}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.cleanup_name(parent)},
+        "subjects": [{"kind": "ServiceAccount", "name": scripts.account(parent, spec), "namespace": namespace}],
     }
 
 
 def job(parent: str, spec: ShardDBSpec) -> Obj:
     """One run of ``SCRIPT`` in ``dbImage``; never updated (Jobs are OnDelete), retried by its backoff."""
     env = [{"name": "SHARDDB_PATRONI_SELECTOR", "value": selector(parent)}]
-    pod = patroni_jobs.script_pod(parent, spec, COMPONENT, SCRIPT, env)
+    pod = scripts.script_pod(parent, spec, COMPONENT, SCRIPT, env)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -1,0 +1,122 @@
+"""Patroni's configuration for the members of one shard: what every member is told, and the timing it runs by.
+
+It rides in the member pods' template (an annotation projected as a file, ``template``), so a change
+to it rolls like any other template change and no ConfigMap is ever a child. The pod-specific and
+secret parts come from the pod's env; Patroni's environment overrides its file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .. import names
+
+Obj = dict[str, Any]
+
+PATRONI_VERSION = "4.1.5"
+PATRONI_PORT = 8008
+PATRONI_PORT_NAME = "patroni"
+
+# Patroni's configuration, JSON (which is YAML) in a pod template annotation, projected by the
+# downward API as the file the image's entrypoint hands to Patroni (PATRONI_CONFIG_FILE).
+CONFIG_ANNOTATION = f"{names.GROUP}/patroni-config"
+CONFIG_VOLUME = "patroni-config"
+CONFIG_DIR = "/etc/patroni"
+CONFIG_FILE = "patroni.yml"
+# The API server's defaults for a downward API volume and an object field selector, written out so
+# the stored template equals the rendered one.
+DOWNWARD_API_DEFAULT_MODE = 0o644
+
+# Timing (seconds). Patroni raises a ttl under 20 to 20 and keeps loop_wait + 2 * retry_timeout
+# <= ttl, so a primary that loses the API server demotes itself before its lock can expire. The
+# floor ttl and a 5 s loop bound a lost node's failover at ttl + loop_wait (25 s) rather than the
+# 40 s of Patroni's 30/10/10, for one leader-lock patch per shard every 5 s.
+TTL = 20
+LOOP_WAIT = 5
+RETRY_TIMEOUT = 7
+# A standby more than this far behind (bytes) is not promoted on a failover.
+MAXIMUM_LAG_ON_FAILOVER = 1024 * 1024
+SUPERUSER = "postgres"
+REPLICATION_USER = "replicator"
+
+
+@dataclass(frozen=True)
+class PatroniConfig:
+    """What Patroni is told in every member of one shard; the pod-specific and secret parts come from its env.
+
+    The pod's name, namespace and IP come from the downward API (PATRONI_NAME,
+    PATRONI_KUBERNETES_NAMESPACE, PATRONI_KUBERNETES_POD_IP), and the passwords from the user's
+    Secret through ``spec.db.env`` (PATRONI_SUPERUSER_PASSWORD, PATRONI_REPLICATION_PASSWORD):
+    Patroni's environment overrides its file, so no secret is ever in a template.
+    """
+
+    parent: str
+    shard: int
+    port: int
+    data_path: str
+    synchronous: bool
+
+    @property
+    def scope(self) -> str:
+        return names.shard_name(self.parent, self.shard)
+
+    def as_dict(self) -> Obj:
+        data = self.data_path.rstrip("/")
+        return {
+            "scope": self.scope,
+            "kubernetes": {
+                # ConfigMaps: Endpoints are deprecated since Kubernetes 1.33; Patroni 4.1 has no Leases.
+                # No ``ports``: Patroni writes them only into Endpoints.
+                "use_endpoints": False,
+                "labels": names.selector_labels(self.parent, names.DB),
+                "scope_label": names.SCOPE_LABEL,
+                "role_label": names.ROLE_LABEL,
+                "leader_label_value": names.LEADER_LABEL_VALUE,
+                "follower_label_value": names.FOLLOWER_LABEL_VALUE,
+            },
+            "restapi": {"listen": f"0.0.0.0:{PATRONI_PORT}"},
+            "bootstrap": {
+                # Read once, when a shard's cluster is first bootstrapped: hence the refusal to change it later.
+                "dcs": {
+                    "ttl": TTL,
+                    "loop_wait": LOOP_WAIT,
+                    "retry_timeout": RETRY_TIMEOUT,
+                    "maximum_lag_on_failover": MAXIMUM_LAG_ON_FAILOVER,
+                    "synchronous_mode": self.synchronous,
+                    # Not strict: with its only standby gone, the primary drops it from
+                    # synchronous_standby_names and writes go on, rather than hang until a person
+                    # acts (cloudnative-pg#5257). Only the synchronous standby is ever promoted.
+                    "synchronous_mode_strict": False,
+                    # The API server unreachable but every member answering Patroni's REST API: the
+                    # primary keeps serving instead of demoting after retry_timeout. A primary that
+                    # cannot reach its standby either still demotes, so it stays fenced.
+                    "failsafe_mode": True,
+                    "postgresql": {"use_pg_rewind": True, "use_slots": True},
+                },
+                # Checksums let pg_rewind bring an old primary back as a standby.
+                "initdb": [{"encoding": "UTF8"}, "data-checksums"],
+            },
+            "postgresql": {
+                "listen": f"0.0.0.0:{self.port}",
+                "data_dir": f"{data}/pgdata",
+                # On the volume: the root filesystem may be read-only.
+                "pgpass": f"{data}/pgpass",
+                "authentication": {
+                    "superuser": {"username": SUPERUSER},
+                    "replication": {"username": REPLICATION_USER},
+                },
+                # Trust on the pod's own socket only (as the official image does, and as the image
+                # recipe's Patroni tests ran); every address needs a password.
+                "pg_hba": [
+                    "local all all trust",
+                    f"host replication {REPLICATION_USER} all scram-sha-256",
+                    "host all all all scram-sha-256",
+                ],
+            },
+        }
+
+    def as_text(self) -> str:
+        """JSON, which Patroni reads as YAML; keys sorted, so the template is the same bytes every time."""
+        return json.dumps(self.as_dict(), indent=2, sort_keys=True)

@@ -1,0 +1,119 @@
+"""A member's pod template: today's shard pod made a Patroni member of one shard.
+
+Built below the decision, as ``hooks/pod_templates.py`` is: the lifecycle compares it with what each
+shard runs (``template_choice``) before ``objects`` renders the StatefulSet around it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import names
+from ..spec import ShardDBSpec
+from .config import (
+    CONFIG_ANNOTATION,
+    CONFIG_DIR,
+    CONFIG_FILE,
+    CONFIG_VOLUME,
+    DOWNWARD_API_DEFAULT_MODE,
+    PATRONI_PORT,
+    PATRONI_PORT_NAME,
+    PatroniConfig,
+)
+from .shape import Plan
+
+Obj = dict[str, Any]
+
+HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
+
+
+def member_selector(parent: str, shard: int) -> dict[str, str]:
+    """The members of one shard: its StatefulSet's selector, Patroni's scope and its budget's."""
+    return {**names.selector_labels(parent, names.DB), names.SCOPE_LABEL: names.shard_name(parent, shard)}
+
+
+def anti_affinity(parent: str, shard: int, affinity: Obj | None) -> Obj:
+    """The user's affinity, plus: no two members of a shard on one node (required, not preferred).
+
+    Required, because a standby on its primary's node is lost with it; a shard with more members
+    than schedulable nodes waits, and says so, rather than run without its guarantee.
+    """
+    out: Obj = json.loads(json.dumps(affinity or {}))
+    term = {"labelSelector": {"matchLabels": member_selector(parent, shard)}, "topologyKey": HOSTNAME_TOPOLOGY}
+    anti = out.setdefault("podAntiAffinity", {})
+    anti["requiredDuringSchedulingIgnoredDuringExecution"] = [
+        term,
+        *anti.get("requiredDuringSchedulingIgnoredDuringExecution", []),
+    ]
+    return out
+
+
+def _field_env(name: str, path: str) -> Obj:
+    return {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}}
+
+
+def patroni_env(port: int) -> list[Obj]:
+    """What each member tells Patroni of itself; the pod IP first, as the addresses refer to it."""
+    ip = "$(PATRONI_KUBERNETES_POD_IP)"
+    return [
+        {"name": "PATRONI_CONFIG_FILE", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
+        _field_env("PATRONI_NAME", "metadata.name"),
+        _field_env("PATRONI_KUBERNETES_NAMESPACE", "metadata.namespace"),
+        _field_env("PATRONI_KUBERNETES_POD_IP", "status.podIP"),
+        {"name": "PATRONI_RESTAPI_CONNECT_ADDRESS", "value": f"{ip}:{PATRONI_PORT}"},
+        {"name": "PATRONI_POSTGRESQL_CONNECT_ADDRESS", "value": f"{ip}:{port}"},
+    ]
+
+
+def _http_probe(path: str, period: int, failures: int) -> Obj:
+    return {
+        "httpGet": {"path": path, "port": PATRONI_PORT_NAME, "scheme": "HTTP"},
+        "periodSeconds": period,
+        "failureThreshold": failures,
+    }
+
+
+def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base: Obj) -> Obj:
+    """Today's shard pod template (``base``, from ``pods.db_template``) made a Patroni member of ``shard``.
+
+    Patroni's REST API decides readiness (``/readiness``: the leader, or a standby that streams)
+    and liveness (``/liveness``: its loop runs). The default drain is left out: it would end the
+    walsenders as client sessions, and Patroni's own shutdown on SIGTERM is the drain; a
+    ``drainCommand`` the user wrote is kept.
+    """
+    template: Obj = json.loads(json.dumps(base))
+    config = PatroniConfig(parent, shard, spec.db.port, spec.db.data_path, plan.synchronous)
+    meta = template.setdefault("metadata", {})
+    meta["labels"] = {**meta.get("labels", {}), names.SCOPE_LABEL: names.shard_name(parent, shard)}
+    meta["annotations"] = {**meta.get("annotations", {}), CONFIG_ANNOTATION: config.as_text()}
+    pod = template["spec"]
+    pod["serviceAccountName"] = spec.service_account_name or names.account_name(parent)
+    pod["affinity"] = anti_affinity(parent, shard, spec.db.affinity)
+    container = next(each for each in pod["containers"] if each["name"] == names.DB)
+    taken = {var["name"] for var in container.get("env", [])}
+    container["env"] = [var for var in patroni_env(spec.db.port) if var["name"] not in taken] + container.get("env", [])
+    container["ports"] = [
+        *container.get("ports", []),
+        {"name": PATRONI_PORT_NAME, "containerPort": PATRONI_PORT, "protocol": "TCP"},
+    ]
+    container["readinessProbe"] = _http_probe("/readiness", 5, 3)
+    container["livenessProbe"] = {**_http_probe("/liveness", 10, 6), "initialDelaySeconds": 30}
+    if spec.drain_command is None:
+        container.pop("lifecycle", None)
+    container["volumeMounts"] = [
+        *container.get("volumeMounts", []),
+        {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+    ]
+    annotation = f"metadata.annotations['{CONFIG_ANNOTATION}']"
+    pod["volumes"] = [
+        *pod.get("volumes", []),
+        {
+            "name": CONFIG_VOLUME,
+            "downwardAPI": {
+                "items": [{"path": CONFIG_FILE, "fieldRef": {"apiVersion": "v1", "fieldPath": annotation}}],
+                "defaultMode": DOWNWARD_API_DEFAULT_MODE,
+            },
+        },
+    ]
+    return template
