@@ -101,7 +101,7 @@ class Decision:
     replication: Plan | None = SINGLE_COPY
     shard_sets: tuple[ShardSetAnswer, ...] = ()
     shard_health: tuple[tuple[int, ShardHealth], ...] = ()  # (shard, its health) per shard with members, for the status
-    # Deletion, members gone: the Job (and its Role) that removes Patroni's ConfigMaps (``hooks/replication/cleanup.py``).
+    # Deletion, members gone: the Job (and its Role) that removes Patroni's ConfigMaps (``replication/cleanup.py``).
     patroni_cleanup: bool = False
     # With members, while any member runs an older template: the Job that evicts them, standbys first
     # (``hooks/replication/rollout.py``).

@@ -7,15 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from .. import names, template_choice
+from .. import names
 from ..replication import roles
-from ..replication.roles import RoleTrouble
+from ..replication.roles import Roles, RoleTrouble
+from ..replication.shape import Outcome
 from ..snapshot import Snapshot
 from ..trouble import grace, missing
 from ..trouble.stuck import StuckPod
 from . import absent, kept, rollout
 from . import shards as shard_facts
-from .decision import ConditionState, Decision, Phase, ShardSetAnswer
+from .decision import ConditionState, Decision, Phase
 from .wording import (
     absent_problems,
     available_message,
@@ -32,111 +33,178 @@ from .wording import (
 MIN_CACHE_REPLICAS_FOR_BUDGET = 2  # a budget over one pod would block every node drain
 
 
+@dataclass(frozen=True)
+class _Gates:
+    """Where the gates stand at one request: what each counts, and whether the cache may run."""
+
+    shards: int  # shards never shrink: the spec's count, or more when more exist
+    ready: int
+    seeded: int
+    in_discovery: frozenset[int]
+    registered: int
+
+    @property
+    def seeded_now(self) -> bool:
+        return self.seeded >= self.shards
+
+    @property
+    def all_registered(self) -> bool:
+        return self.registered == self.shards
+
+    @property
+    def open(self) -> bool:
+        return self.ready >= self.shards and self.seeded_now and self.all_registered
+
+
+@dataclass(frozen=True)
+class _Troubles:
+    """What keeps the shards from running as asked, each split by the start grace."""
+
+    pods: grace.Split[StuckPod]
+    unmet: absent.Missing
+    roles: Roles  # shards without a primary or sync standby: Patroni's to mend within the grace
+    standbys: Roles  # standbys that do not stream from a primary
+
+    @property
+    def recheck_at(self) -> datetime | None:
+        return _earliest(self.pods.recheck_at, self.unmet.recheck_at, self.roles.recheck_at, self.standbys.recheck_at)
+
+
 def sync(snap: Snapshot) -> Decision:
     """The desired world of a ShardDB that runs: every gate that is open, and conditions that say where it stands."""
-    spec = snap.spec
-    sts, cache = snap.statefulset, snap.cache
+    spec, cache = snap.spec, snap.cache
     outcome = shard_facts.replication_outcome(snap)
-    members = outcome.plan is None or outcome.plan.patroni  # not today's single copies
-    shards = max(spec.shards, shard_facts.existing_shards(snap))  # shards never shrink
-    ready = shard_facts.ready_shards(snap, shards, members)
-    seeded = kept.seeded(snap)
-    seeded_now = seeded >= shards
-    in_discovery = shard_facts.registered_shards(snap, members)
-    registered = sum(1 for ordinal in range(shards) if ordinal in in_discovery)
-    all_registered = registered == shards
-    gates_open = ready >= shards and seeded_now and all_registered
-    with_cache = cache is not None or gates_open  # once observed, the cache is always kept
-
-    chosen = rollout.choose_templates(snap, with_cache)
-    sets: tuple[ShardSetAnswer, ...] = ()
-    member_rollout = False
-    if outcome.plan is not None and outcome.plan.patroni:
-        edited = template_choice.edited(snap.generation, snap.answered_generation)
-        sets, held_back = shard_facts.choose_sets(snap, outcome.plan, shards, edited, outcome.hold)
-        chosen = replace(chosen, db=template_choice.Choice(chosen.db.template, waiting=held_back))
-        plan = rollout.rolling_sets(snap, sets, shards, ready, all_registered, chosen)
-        member_rollout = plan.shards_rolling  # OnDelete: nothing rolls unless the Job evicts
-    else:
-        plan = rollout.rolling(snap, shards, ready, all_registered, chosen)
-    # A pod that waits a moment (for a node, a Secret) is progress until its grace runs out.
-    troubles = grace.triage(snap.stuck_pods, snap.now, spec.pod_start_grace_seconds)
-    # What admission refused: pods and children asked for that do not exist past the grace.
-    # With members: the shard StatefulSets an earlier answer asked for (a new one is created by this answer).
-    expected: tuple[int, ...] | None = None
-    if members:
-        expected = tuple(range(max(1, shard_facts.existing_shards(snap)))) if sets else ()
-    unmet = absent.find(snap, spec.pod_start_grace_seconds, children=not spec.paused, shard_sets=expected)
-    # Shards with members without a primary or sync standby: Patroni's to mend within the grace.
-    role_trouble = roles.triage(snap.shard_sets, snap.name, snap.now, spec.pod_start_grace_seconds)
-    # Standbys that do not stream from a primary: Patroni's to mend within the grace, named past it.
-    standby_trouble = roles.standbys(snap.shard_sets, snap.name, snap.now, spec.pod_start_grace_seconds)
+    shape = shard_facts.of(snap, outcome)
+    gates = _gates(snap, shape)
+    with_cache = cache is not None or gates.open  # once observed, the cache is always kept
+    layout = shape.layout(rollout.choose_templates(snap, with_cache), gates.shards, gates.ready, gates.all_registered)
+    troubles = _troubles(snap, shape, layout)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
-    tolerated = 1 if plan.shards_rolling and not _stuck(troubles.failing, names.DB) else 0
-
+    tolerated = 1 if layout.plan.shards_rolling and not _stuck(troubles.pods.failing, names.DB) else 0
     cache_ready = cache is not None and cache.ready >= spec.cache.replicas and cache.replicas == spec.cache.replicas
-    phase = _phase(ready + tolerated >= shards, seeded_now, registered + tolerated >= shards, cache_ready)
-    serving_ready = shard_facts.serving_shards(snap, shards, members, ready)
-    starting = len(role_trouble.waiting) + sum(1 for pod in troubles.waiting if pod.component == names.DB)
-    serving = _serving(in_discovery, shards, seeded, serving_ready, tolerated, phase, starting)
-    available = cache_ready and serving.ok
+    phase = _phase(
+        gates.ready + tolerated >= gates.shards,
+        gates.seeded_now,
+        gates.registered + tolerated >= gates.shards,
+        cache_ready,
+    )
+    conditions = _conditions(snap, shape, gates, layout, troubles, outcome, tolerated, phase, cache_ready)
+    return _decision(snap, gates, layout, troubles, outcome, phase, conditions, with_cache, cache_ready)
 
+
+def _gates(snap: Snapshot, shape: shard_facts.Shards) -> _Gates:
+    shards = max(snap.spec.shards, shard_facts.existing_shards(snap))
+    in_discovery = shape.registered()
+    registered = sum(1 for ordinal in range(shards) if ordinal in in_discovery)
+    return _Gates(shards, shape.ready(shards), kept.seeded(snap), in_discovery, registered)
+
+
+def _troubles(snap: Snapshot, shape: shard_facts.Shards, layout: shard_facts.Layout) -> _Troubles:
+    """Pods that wait a moment (for a node, a Secret) are progress until their grace runs out; so is what admission
+    refused (pods and children asked for that do not exist) and a shard's roles, which Patroni mends."""
+    seconds = snap.spec.pod_start_grace_seconds
+    return _Troubles(
+        pods=grace.triage(snap.stuck_pods, snap.now, seconds),
+        unmet=absent.find(snap, seconds, children=not snap.spec.paused, shard_sets=shape.expected_sets(layout)),
+        roles=roles.triage(snap.shard_sets, snap.name, snap.now, seconds),
+        standbys=roles.standbys(snap.shard_sets, snap.name, snap.now, seconds),
+    )
+
+
+def _conditions(
+    snap: Snapshot,
+    shape: shard_facts.Shards,
+    gates: _Gates,
+    layout: shard_facts.Layout,
+    troubles: _Troubles,
+    outcome: Outcome,
+    tolerated: int,
+    phase: Phase,
+    cache_ready: bool,
+) -> tuple[ConditionState, ...]:
+    """Available, Progressing and Degraded, from where the gates stand and what troubles the shards."""
+    serving_ready = shape.serving(gates.shards, gates.ready)
+    starting = len(troubles.roles.waiting) + sum(1 for pod in troubles.pods.waiting if pod.component == names.DB)
+    serving = _serving(gates.in_discovery, gates.shards, gates.seeded, serving_ready, tolerated, phase, starting)
+    available = cache_ready and serving.ok
     size, storage_class = kept.storage(snap)
-    current_job = snap.seed_job(shards)
-    seed_failed = current_job is not None and current_job.failed and not seeded_now
+    current_job = snap.seed_job(gates.shards)
+    seed_failed = current_job is not None and current_job.failed and not gates.seeded_now
     problems = (
-        two_primaries(role_trouble.failing)
+        two_primaries(troubles.roles.failing)
         + refused(outcome.refusal)
-        + absent_problems(snap, unmet)
+        + absent_problems(snap, troubles.unmet)
         + worse_than_asked(
             snap,
-            troubles.failing,
-            role_trouble.failing + standby_trouble.failing,
-            shards,
+            troubles.pods.failing,
+            troubles.roles.failing + troubles.standbys.failing,
+            gates.shards,
             seed_failed,
             size,
             storage_class,
             serving.ok_or_starting,
         )
     )
-    uncreated = "; ".join(
-        part
-        for part in (
-            missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else "",
-            roles.waiting_message(role_trouble.waiting),
-            roles.waiting_message(_alone(standby_trouble.waiting, role_trouble)),
-        )
-        if part
-    )
     moving = waiting(
-        progressing(snap, phase, shards, ready, registered, seed_failed, plan), troubles.waiting, uncreated
+        progressing(snap, phase, gates.shards, gates.ready, gates.registered, seed_failed, layout.plan),
+        troubles.pods.waiting,
+        _uncreated(troubles),
     )
-    conditions = (
+    return (
         ConditionState(
             "Available",
             available,
             available_reason(snap, available, serving.ok, phase),
             available_message(snap, available, serving_ready, serving.shards, tolerated),
         ),
-        newer_waiting(moving, chosen.newer),
+        newer_waiting(moving, layout.chosen.newer),
         ConditionState(
             "Degraded", bool(problems), problems[0][0] if problems else "AsExpected", degraded_message(problems)
         ),
     )
 
+
+def _uncreated(troubles: _Troubles) -> str:
+    """What Progressing says waits to be created or to take its role: pods, shards' roles, standbys."""
+    unmet, role_trouble = troubles.unmet, troubles.roles
+    return "; ".join(
+        part
+        for part in (
+            missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else "",
+            roles.waiting_message(role_trouble.waiting),
+            roles.waiting_message(_alone(troubles.standbys.waiting, role_trouble)),
+        )
+        if part
+    )
+
+
+def _decision(
+    snap: Snapshot,
+    gates: _Gates,
+    layout: shard_facts.Layout,
+    troubles: _Troubles,
+    outcome: Outcome,
+    phase: Phase,
+    conditions: tuple[ConditionState, ...],
+    with_cache: bool,
+    cache_ready: bool,
+) -> Decision:
+    """The answer's children and status fields, from the gates and the layout."""
+    spec, sts, cache, chosen, plan = snap.spec, snap.statefulset, snap.cache, layout.chosen, layout.plan
     cache_replicas = spec.cache.replicas if with_cache else None
+    size, storage_class = kept.storage(snap)
     policy, claim_templates = kept.immutable(snap)
     cache_template, cache_made = rollout.cache_answer(snap, plan, chosen)
     return Decision(
         phase=phase,
-        shards=shards,
+        shards=gates.shards,
         storage_size=size,
         storage_class=storage_class,
-        seeded_shards=seeded,
-        seed_jobs=_seed_jobs(snap, shards, seeded_now, all_ready=ready >= shards),
+        seeded_shards=gates.seeded,
+        seed_jobs=_seed_jobs(snap, gates.shards, gates.seeded_now, all_ready=gates.ready >= gates.shards),
         cache_replicas=cache_replicas,
-        ready_shards=ready,
-        registered_shards=registered,
+        ready_shards=gates.ready,
+        registered_shards=gates.registered,
         cache_ready_replicas=cache.ready if cache else 0,
         cache_ready=cache_ready,
         conditions=conditions,
@@ -150,16 +218,14 @@ def sync(snap: Snapshot) -> Decision:
         updated_shards=sts.rollout.updated if sts else plan.shards_updated,
         update_revision=sts.rollout.update_revision if sts else "",
         cache_updated_replicas=cache.rollout.updated if cache else 0,
-        recheck_at=_earliest(
-            troubles.recheck_at, unmet.recheck_at, role_trouble.recheck_at, standby_trouble.recheck_at
-        ),
-        holds_until=unmet.holds_until,
+        recheck_at=troubles.recheck_at,
+        holds_until=troubles.unmet.holds_until,
         db_made=chosen.db_made,
         cache_made=cache_made,
         newer_templates=chosen.newer,
         replication=outcome.plan,
-        shard_sets=sets,
-        member_rollout=member_rollout,
+        shard_sets=layout.sets,
+        member_rollout=layout.member_rollout,
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
 

@@ -1,9 +1,14 @@
 """The shards as the gates and the teardown count them, whichever shape they run as: today's StatefulSet
-``<name>-db`` (one member), or one StatefulSet per shard run by Patroni (members), whose facts are
+``<name>-db`` (``SingleCopy``), or one StatefulSet per shard run by Patroni (``Members``), whose facts are
 Patroni's marks (``hooks/replication/observe.py``) and whose readiness is a primary's, not a pod's.
+
+The gates ask a ``Shards`` object and never branch on the shape themselves.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from .. import names, pod_templates, template_choice
 from ..replication import shape
@@ -12,7 +17,7 @@ from ..replication.template import member_template
 from ..snapshot import Snapshot
 from ..workloads import StatefulSetView
 from .decision import ShardSetAnswer
-from .rollout import made
+from .rollout import Rolling, Templates, made, rolling, rolling_sets
 
 
 def existing_shards(snap: Snapshot) -> int:
@@ -20,32 +25,6 @@ def existing_shards(snap: Snapshot) -> int:
     if snap.statefulset is not None:
         return snap.statefulset.replicas
     return max((each.shard + 1 for each in snap.shard_sets), default=0)
-
-
-def ready_shards(snap: Snapshot, shards: int, members: bool) -> int:
-    """Ready: today's ready pods, or shards with a primary (and, if synchronous, a streaming sync standby)."""
-    if not members:
-        return snap.statefulset.ready if snap.statefulset else 0
-    return sum(1 for each in snap.shard_sets if each.shard < shards and each.health.ready)
-
-
-def serving_shards(snap: Snapshot, shards: int, members: bool, ready: int) -> int:
-    """Shards that serve clients: today's ready pods; with members, each shard whose primary is ready and running.
-
-    A synchronous shard that lost its standby still serves: Patroni (not strict) drops the standby
-    from ``synchronous_standby_names`` and commits go on, acknowledged by the primary alone. That
-    shard is not ready for the gates (a new seed or cache waits), and Degraded says ``NoSyncStandby``.
-    """
-    if not members:
-        return ready
-    return sum(1 for each in snap.shard_sets if each.shard < shards and each.health.primary is not None)
-
-
-def registered_shards(snap: Snapshot, members: bool) -> frozenset[int]:
-    """Shards clients reach: a ready endpoint of the headless Service, or (members) of its ``-primary`` one."""
-    if not members:
-        return snap.registered
-    return frozenset(each.shard for each in snap.shard_sets if each.registered)
 
 
 def kept_statefulset(snap: Snapshot) -> StatefulSetView | None:
@@ -138,3 +117,114 @@ def stopping_sets(snap: Snapshot, keep: bool) -> tuple[ShardSetAnswer, ...]:
 def replication_outcome(snap: Snapshot) -> shape.Outcome:
     """What ``spec.replication`` gets, given the shards that exist (``shape.decide``)."""
     return shape.decide(snap.name, snap.spec, snap.replication)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The shards' templates and where a change of them stands: with members, each shard's StatefulSet too."""
+
+    chosen: Templates
+    plan: Rolling
+    sets: tuple[ShardSetAnswer, ...] = ()
+    member_rollout: bool = False  # OnDelete: nothing rolls unless the rollout Job evicts
+
+
+class Shards(Protocol):
+    """What the gates ask of the shards, whichever shape they run as."""
+
+    def ready(self, shards: int) -> int:
+        """Shards ready for the gates (a seed, the cache)."""
+        ...
+
+    def serving(self, shards: int, ready: int) -> int:
+        """Shards that serve clients."""
+        ...
+
+    def registered(self) -> frozenset[int]:
+        """Shards clients reach through discovery."""
+        ...
+
+    def layout(self, chosen: Templates, shards: int, ready: int, all_registered: bool) -> Layout:
+        """Each StatefulSet's template, and where a change of it stands."""
+        ...
+
+    def expected_sets(self, layout: Layout) -> tuple[int, ...] | None:
+        """The shards with members whose StatefulSets an earlier answer asked for; None: today's one StatefulSet."""
+        ...
+
+
+@dataclass(frozen=True)
+class SingleCopy:
+    """Today's shards: one StatefulSet ``<name>-db``, a pod per shard, ready when its pod is."""
+
+    snap: Snapshot
+
+    def ready(self, shards: int) -> int:
+        """The StatefulSet's ready pods: it counts only the shards it runs."""
+        del shards
+        sts = self.snap.statefulset
+        return sts.ready if sts else 0
+
+    def serving(self, shards: int, ready: int) -> int:
+        """A ready shard pod serves."""
+        del shards
+        return ready
+
+    def registered(self) -> frozenset[int]:
+        """A ready endpoint of the headless Service."""
+        return self.snap.registered
+
+    def layout(self, chosen: Templates, shards: int, ready: int, all_registered: bool) -> Layout:
+        return Layout(chosen, rolling(self.snap, shards, ready, all_registered, chosen))
+
+    def expected_sets(self, layout: Layout) -> tuple[int, ...] | None:
+        """None: the one StatefulSet ``<name>-db`` is expected, whatever the layout."""
+        del layout
+        return None
+
+
+@dataclass(frozen=True)
+class Members:
+    """Shards with members, or none at all when refused before any existed (``outcome.plan`` None)."""
+
+    snap: Snapshot
+    outcome: shape.Outcome
+
+    def ready(self, shards: int) -> int:
+        """Shards with a primary (and, if synchronous, a streaming sync standby)."""
+        return sum(1 for each in self.snap.shard_sets if each.shard < shards and each.health.ready)
+
+    def serving(self, shards: int, ready: int) -> int:
+        """Each shard whose primary is ready and running.
+
+        A synchronous shard that lost its standby still serves: Patroni (not strict) drops the standby
+        from ``synchronous_standby_names`` and commits go on, acknowledged by the primary alone. That
+        shard is not ready for the gates (a new seed or cache waits), and Degraded says ``NoSyncStandby``.
+        """
+        del ready  # a primary serves whether or not the shard is ready for the gates
+        return sum(1 for each in self.snap.shard_sets if each.shard < shards and each.health.primary is not None)
+
+    def registered(self) -> frozenset[int]:
+        """The primary is a ready endpoint of the shard's ``-primary`` Service."""
+        return frozenset(each.shard for each in self.snap.shard_sets if each.registered)
+
+    def layout(self, chosen: Templates, shards: int, ready: int, all_registered: bool) -> Layout:
+        snap, plan = self.snap, self.outcome.plan
+        if plan is None:  # refused before any shard existed: no StatefulSet is rendered
+            return Layout(chosen, rolling(snap, shards, ready, all_registered, chosen))
+        edited = template_choice.edited(snap.generation, snap.answered_generation)
+        sets, held_back = choose_sets(snap, plan, shards, edited, self.outcome.hold)
+        chosen = replace(chosen, db=template_choice.Choice(chosen.db.template, waiting=held_back))
+        moving = rolling_sets(snap, sets, shards, ready, all_registered, chosen)
+        return Layout(chosen, moving, sets, member_rollout=moving.shards_rolling)
+
+    def expected_sets(self, layout: Layout) -> tuple[int, ...] | None:
+        """A new StatefulSet is created by this very answer; those an earlier one asked for are expected."""
+        return tuple(range(max(1, existing_shards(self.snap)))) if layout.sets else ()
+
+
+def of(snap: Snapshot, outcome: shape.Outcome) -> Shards:
+    """The shards' shape: members unless the plan is today's single copies."""
+    if outcome.plan is None or outcome.plan.patroni:
+        return Members(snap, outcome)
+    return SingleCopy(snap)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import names, pod_templates, template_choice
-from ..replication.shape import Plan
+from ..replication.shape import Outcome, Plan
 from ..snapshot import Snapshot
 from . import kept
 from . import shards as shard_facts
@@ -150,7 +150,7 @@ def stopping(
     """
     sts, cache = snap.statefulset, snap.cache
     shape = _shape(snap)
-    members = shape is None or shape.patroni
+    counted = shard_facts.of(snap, Outcome(shape))
     size, storage_class = kept.storage(snap)
     policy, claim_templates = kept.immutable(snap)
     return Decision(
@@ -161,8 +161,8 @@ def stopping(
         seeded_shards=kept.seeded(snap),
         seed_jobs=tuple(job.shards for job in snap.seed_jobs),
         cache_replicas=cache_replicas,
-        ready_shards=shard_facts.ready_shards(snap, shard_facts.existing_shards(snap), members),
-        registered_shards=len(shard_facts.registered_shards(snap, members)),
+        ready_shards=counted.ready(shard_facts.existing_shards(snap)),
+        registered_shards=len(counted.registered()),
         cache_ready_replicas=cache.ready if cache else 0,
         cache_ready=False,
         conditions=conditions,
