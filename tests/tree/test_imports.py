@@ -12,7 +12,7 @@ a test module, no conftest imports a conftest, and the tiers import none of each
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -420,3 +420,81 @@ def test_the_layout_checks_see_test_modules_and_conftests(
     names = [name for _, name in modules_named(source, package)]
     assert [name for name in names if is_test_module(name)] == test_module
     assert [name for name in names if is_conftest(name)] == conftest
+
+
+def hooks_graph(room: Callable[[str], str]) -> dict[str, set[str]]:
+    """Who imports whom inside ``hooks/``, each module named as ``room`` names it; edges within a room dropped."""
+    modules = {module_of(path): path for path in (ROOT / "hooks").rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        here = room(module)
+        graph.setdefault(here, set())
+        for _, name in imports(path.read_text(), package_of(path), members=True):
+            if name in modules and room(name) != here:
+                graph[here].add(room(name))
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each group of nodes that reach each other (Tarjan's strongly connected components of more than one node)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def folder_of(module: str) -> str:
+    """A module's room as the tree shows it: a folder of ``hooks/`` is one room, a file at its top is one."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def test_no_two_hooks_modules_import_each_other() -> None:
+    """The pipeline has floors: a module imports only what stands below it, so none reaches itself again."""
+    graph = hooks_graph(lambda module: module)
+    assert len(graph) > 40
+    assert circles(graph) == []
+
+
+def test_no_two_hooks_folders_import_each_other() -> None:
+    """A feature's folder (``replication/``, ``lifecycle/``, ``trouble/``) stands on one floor as a whole: nothing
+    it imports imports it back, so no arrow runs back up between folders either."""
+    graph = hooks_graph(folder_of)
+    assert {"hooks.replication", "hooks.lifecycle", "hooks.trouble", "hooks.snapshot"} <= set(graph)
+    assert circles(graph) == []
+
+
+@pytest.mark.parametrize(
+    ("graph", "expected"),
+    [
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+        ({"a": {"b"}, "b": set(), "c": {"a", "b"}}, []),
+    ],
+)
+def test_the_circle_check_sees_a_loop_of_any_length(graph: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert circles(graph) == expected
