@@ -1,4 +1,4 @@
-"""Names: the longest ShardDB name is derived from the name builders, and the CRD and hooks hold to it."""
+"""Names: the longest ShardDB name is derived from the name builders (members' too); the CRD and hooks hold to it."""
 
 from __future__ import annotations
 
@@ -37,6 +37,23 @@ def test_one_character_more_breaks_a_derived_name() -> None:
 def test_the_shard_pods_revision_label_is_what_binds_today() -> None:
     assert names.binding_limit() == ("a shard pod's label controller-revision-hash", 63)
     assert 63 - len("-db-") - names.REVISION_HASH_MAX == names.MAX_NAME_LENGTH
+
+
+def test_the_longest_name_with_members_leaves_every_member_name_within_its_limit() -> None:
+    longest = "x" * names.MAX_REPLICATED_NAME_LENGTH
+    for what, value, limit in names.replicated_derived(longest):
+        assert len(value) <= limit, what
+    assert names.replicated_binding_limit() == "a member pod's label controller-revision-hash"
+
+
+def test_patronis_own_configmaps_are_named_after_its_scope() -> None:
+    assert names.patroni_owned("demo-db-0") == {
+        "demo-db-0-leader",
+        "demo-db-0-config",
+        "demo-db-0-sync",
+        "demo-db-0-failover",
+        "demo-db-0-history",
+    }
 
 
 def test_the_crd_rule_admits_exactly_the_longest_name() -> None:

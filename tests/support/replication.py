@@ -1,5 +1,5 @@
-"""ShardDBs with members and the children the replication renderers make of them, as the decision
-tests and the cluster tier's round trip on the real API server both read them."""
+"""ShardDBs with members, the children the replication renderers make of them and Patroni's marks as the
+hooks read them, as the decision tests and the cluster tier's round trip on the real API server use them."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from hooks.names import (
 from hooks.replication import config as patroni_config
 from hooks.replication import objects as patroni_objects
 from hooks.replication import template as member_pods
+from hooks.replication.marks import MemberPod
 from hooks.replication.shape import Plan
 from hooks.spec import ShardDBSpec
 
@@ -73,6 +74,25 @@ def rendered(the_spec: ShardDBSpec | None = None, plan: Plan = TWO, shards: int 
         for shard in range(shards)
     ]
     return patroni_objects.children("demo", "shop", chosen, plan, sets, claims())
+
+
+def statefulset(objects: list[Obj], shard: int = 0) -> Obj:
+    """A shard's StatefulSet among the rendered children."""
+    return child(objects, "StatefulSet", f"demo-db-{shard}")
+
+
+def container(objects: list[Obj], shard: int = 0) -> Obj:
+    """The ``db`` container of a shard's member template."""
+    found: list[Obj] = statefulset(objects, shard)["spec"]["template"]["spec"]["containers"]
+    (db,) = [each for each in found if each["name"] == "db"]
+    return db
+
+
+def config(objects: list[Obj], shard: int = 0) -> Obj:
+    """Patroni's configuration as a shard's member template carries it (the annotation its file is projected from)."""
+    annotations = statefulset(objects, shard)["spec"]["template"]["metadata"]["annotations"]
+    loaded: Obj = json.loads(annotations[patroni_config.CONFIG_ANNOTATION])
+    return loaded
 
 
 # --- a ShardDB with members through the wired hooks: what Metacontroller and Patroni show them ---------
@@ -307,3 +327,38 @@ def stages(shards: int = 2) -> dict[str, Obj]:
         "stopping": stopping,
         "drained": drained,
     }
+
+
+# --- Patroni's marks as the hooks read them (``hooks/replication/marks.py``) ---------------------------------
+
+
+def primary(name: str = "demo-db-0-0", **fields: Any) -> MemberPod:
+    """Shard 0's primary as read from its marks: labelled primary, Ready and running (``fields`` change it)."""
+    values: Obj = {"role": "primary", "ready": True, "state": "running", **fields}
+    return MemberPod(name, **values)
+
+
+def standby(name: str = "demo-db-0-1", **fields: Any) -> MemberPod:
+    """Shard 0's standby as read from its marks: labelled replica, Ready, running and streaming."""
+    values: Obj = {"role": "replica", "ready": True, "state": "running", "replication_state": "streaming", **fields}
+    return MemberPod(name, **values)
+
+
+def marked(name: str, role: str | None, status: str) -> MemberPod:
+    """A member pod read from Patroni's marks: its role label and its ``status`` annotation."""
+    labels = {names.ROLE_LABEL: role} if role else {}
+    pod: Obj = {"metadata": {"name": name, "labels": labels, "annotations": {"status": status}}}
+    return MemberPod.from_pod(pod)
+
+
+def following(behind_received: int, behind_replayed: int) -> str:
+    """A streaming standby's annotation: it received and replayed up to so many bytes short of the primary."""
+    received, replayed = HEAD_LSN - behind_received, HEAD_LSN - behind_replayed
+    return patroni_status(
+        "10.0.0.11",
+        "replica",
+        xlog_location=max(received, replayed),
+        replay_lsn=replayed,
+        receive_lsn=received,
+        replication_state="streaming",
+    )

@@ -13,7 +13,7 @@ from typing import Any
 from hooks.replication import cleanup
 from hooks.spec import ShardDBSpec
 
-from ..support.replication import answer, applied, child, kinds_named, parent, request, stages
+from ...support.replication import answer, applied, child, kinds_named, parent, request, stages
 
 Obj = dict[str, Any]
 STAGES = stages()

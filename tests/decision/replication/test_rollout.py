@@ -13,7 +13,7 @@ from hooks.replication.shape import Plan
 from hooks.spec import ShardDBSpec
 from hooks.workloads import Rollout
 
-from ..support.replication import answer, applied, child, healthy, parent, primary_slice, request, stages, sync_record
+from ...support.replication import answer, applied, child, healthy, parent, primary_slice, request, stages, sync_record
 
 Obj = dict[str, Any]
 STAGES = stages()

@@ -15,7 +15,7 @@ from hooks import names
 from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
 from hooks.replication import health
 
-from ..support.replication import (
+from ...support.replication import (
     FIXED,
     HEAD_LSN,
     answer,

@@ -1,5 +1,6 @@
 """A ShardDB with members through the wired hooks: Patroni's shape from the sync and finalize hooks, the gates
-read from each shard's primary, refusals as Degraded, and a teardown that stops every member together.
+read from each shard's primary, refusals as Degraded, and a teardown that stops every member together; and
+today's ShardDB, answering the same bytes with ``spec.replication`` at its default.
 
 Patroni's marks (role labels, the ``-sync`` ConfigMap, the ``-primary`` endpoints) are given as Patroni
 writes them (``tests/support/replication.py``); the hooks only read them.
@@ -7,6 +8,7 @@ writes them (``tests/support/replication.py``); the hooks only read them.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -15,8 +17,10 @@ from hooks.lifecycle import decide
 from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE
 from hooks.replication import config as patroni_config
 from hooks.replication import shape
+from testbed.models.world import World, bring_up, sharddb
 
-from ..support.replication import (
+from ...support.hook import at, direct
+from ...support.replication import (
     SWITCHED,
     answer,
     applied,
@@ -31,7 +35,7 @@ from ..support.replication import (
     stages,
     sync_record,
 )
-from ..support.snapshots import available
+from ...support.snapshots import available
 
 Obj = dict[str, Any]
 STAGES = stages()
@@ -366,7 +370,7 @@ def test_finalize_then_scales_every_member_statefulset_to_zero_at_once() -> None
 
 
 def test_finalize_is_done_once_no_member_pod_remains_and_no_patroni_state_is_left() -> None:
-    """Patroni's ConfigMaps watched and none left (``tests/decision/test_members_cleanup.py`` runs the cleanup)."""
+    """Patroni's ConfigMaps watched and none left (``tests/decision/replication/test_cleanup.py`` runs the cleanup)."""
     body = request(parent(), applied(STAGES["drained"]["children"]), [], finalizing=True)
     body["related"]["ConfigMap.v1"] = {}
     gone = answer(body, finalize=True)
@@ -466,7 +470,7 @@ def test_customize_for_one_member_watches_what_it_always_did() -> None:
     assert {r["resource"] for r in customize(parent(members_count=1))} == {"endpointslices", "pods"}
 
 
-# --- pause, and one member on a snapshot ------------------------------------------------------------------
+# --- pause, and one member: today's ShardDB, on a snapshot and through the hooks --------------------------
 
 
 def test_a_paused_sharddb_with_members_is_frozen_too() -> None:
@@ -479,3 +483,17 @@ def test_the_decision_renders_todays_shape_for_one_member() -> None:
     assert decision.replication == shape.SINGLE_COPY
     assert decision.shard_sets == ()
     assert not decision.members
+
+
+def test_todays_sharddbs_answer_the_same_bytes_with_replication_at_its_default() -> None:
+    world = World(sharddb())
+    bring_up(world, direct)
+    request = world.request()
+    answers = set()
+    for written in (None, {}, {"members": 1}, {"members": 1, "synchronous": False}):
+        asked = copy.deepcopy(request)
+        if written is not None:
+            asked["parent"]["spec"]["replication"] = written
+        body = handler.sync(json.dumps(asked).encode(), finalize=False, now=at("2026-05-05T05:05:05Z")).body
+        answers.add(json.dumps(body, sort_keys=True))
+    assert len(answers) == 1

@@ -1,0 +1,92 @@
+"""``hooks/replication/config.py``: what Patroni is told in every member of a shard, and the timing it runs by.
+
+Read back from the rendered member template's annotation, as Patroni reads the file projected from it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from hooks import names
+from hooks.replication import config as patroni_config
+from hooks.replication import template as member_pods
+from hooks.replication.shape import Plan
+
+from ...support.replication import config, members, rendered, spec, statefulset
+
+# --- the labels Patroni sets --------------------------------------------------------------------------------
+
+
+def test_patroni_is_told_the_labels_the_services_select() -> None:
+    kubernetes = config(rendered())["kubernetes"]
+    assert (kubernetes["role_label"], kubernetes["leader_label_value"], kubernetes["follower_label_value"]) == (
+        names.ROLE_LABEL,
+        "primary",
+        "replica",
+    )
+
+
+def test_patronis_member_selector_is_the_shards_members() -> None:
+    objects = rendered()
+    kubernetes = config(objects, 1)["kubernetes"]
+    patronis = {**kubernetes["labels"], kubernetes["scope_label"]: config(objects, 1)["scope"]}
+    assert patronis == member_pods.member_selector("demo", 1)
+
+
+# --- Patroni's configuration --------------------------------------------------------------------------------
+
+
+def test_patroni_keeps_its_state_in_configmaps() -> None:
+    kubernetes = config(rendered())["kubernetes"]
+    assert kubernetes["use_endpoints"] is False
+    assert "ports" not in kubernetes
+
+
+def test_a_synchronous_shard_does_not_hang_writes_when_its_standby_is_gone() -> None:
+    dcs = config(rendered())["bootstrap"]["dcs"]
+    assert (dcs["synchronous_mode"], dcs["synchronous_mode_strict"]) == (True, False)
+
+
+def test_an_asynchronous_shard_says_so_to_patroni() -> None:
+    dcs = config(rendered(members(2, synchronous=False), Plan(2, False)))["bootstrap"]["dcs"]
+    assert dcs["synchronous_mode"] is False
+
+
+def test_the_timing_keeps_patronis_rule() -> None:
+    dcs = config(rendered())["bootstrap"]["dcs"]
+    assert dcs["ttl"] >= 20
+    assert dcs["loop_wait"] + 2 * dcs["retry_timeout"] <= dcs["ttl"]
+
+
+def test_a_lost_primarys_lock_is_taken_over_within_thirty_seconds() -> None:
+    dcs = config(rendered())["bootstrap"]["dcs"]
+    assert dcs["ttl"] + dcs["loop_wait"] <= 25
+
+
+def test_a_primary_that_loses_the_api_server_keeps_serving_while_its_members_answer() -> None:
+    assert config(rendered())["bootstrap"]["dcs"]["failsafe_mode"] is True
+
+
+def test_each_shard_is_its_own_patroni_scope() -> None:
+    objects = rendered()
+    assert [config(objects, shard)["scope"] for shard in (0, 1)] == ["demo-db-0", "demo-db-1"]
+
+
+def test_postgresql_listens_on_the_spec_port_and_keeps_its_data_on_the_volume() -> None:
+    the_spec = spec(replication={"members": 2}, db={"port": 5433, "dataPath": "/data/shard/"})
+    postgresql = config(rendered(the_spec))["postgresql"]
+    assert (postgresql["listen"], postgresql["data_dir"]) == ("0.0.0.0:5433", "/data/shard/pgdata")
+    assert postgresql["pgpass"].startswith("/data/shard/")
+
+
+def test_patroni_reads_the_configuration_as_yaml() -> None:
+    text = statefulset(rendered())["spec"]["template"]["metadata"]["annotations"][patroni_config.CONFIG_ANNOTATION]
+    assert yaml.safe_load(text) == json.loads(text)
+
+
+def test_every_address_needs_a_password() -> None:
+    rules = config(rendered())["postgresql"]["pg_hba"]
+    assert all(rule.endswith(" scram-sha-256") for rule in rules if rule.startswith("host"))
+    assert [rule for rule in rules if not rule.startswith("host")] == ["local all all trust"]

@@ -1,0 +1,186 @@
+"""``hooks/replication/objects.py``: the objects a ShardDB with members needs, as apply-style desired state.
+
+RBAC for Patroni, each shard's StatefulSet, Services and budget, none of Patroni's own objects, and
+every object as the API server keeps it (its schema, Metacontroller's update a fixed point); rendered
+by ``children`` and called directly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hooks import names, pod_templates
+from hooks.replication import config as patroni_config
+from hooks.replication import objects as patroni_objects
+from hooks.replication import template as member_pods
+from hooks.replication.shape import SINGLE_COPY, Observed, Plan
+from testbed.models.metacontroller import difference, for_create, needs_update
+
+from ...support.kube_schema import problems
+from ...support.replication import OWNER, TWO, claims, container, members, rendered, spec, statefulset
+from ...support.replication import child as one
+
+Obj = dict[str, Any]
+
+
+# --- one member ---------------------------------------------------------------------------------------------
+
+
+def test_no_patroni_object_is_rendered_for_one_member() -> None:
+    assert rendered(spec(), SINGLE_COPY) == []
+
+
+# --- Patroni's own objects ----------------------------------------------------------------------------------
+
+
+def test_no_child_is_a_configmap_endpoints_or_bears_a_patroni_name() -> None:
+    objects = rendered(members(3), Plan(3, True), shards=4)
+    owned = set().union(*(names.patroni_owned(f"demo-db-{shard}") for shard in range(4)))
+    assert {obj["kind"] for obj in objects} <= patroni_objects.RENDERED_KINDS
+    assert not {"ConfigMap", "Endpoints"} & patroni_objects.RENDERED_KINDS
+    assert not owned & {obj["metadata"]["name"] for obj in objects}
+
+
+@pytest.mark.parametrize(("kind", "name"), [("ConfigMap", "demo-db-0-x"), ("Service", "demo-db-1-leader")])
+def test_a_patroni_object_among_the_children_is_a_bug(kind: str, name: str) -> None:
+    with pytest.raises(patroni_objects.PatroniObjectError):
+        patroni_objects.never_patronis("demo", 2, [{"kind": kind, "metadata": {"name": name}}])
+
+
+# --- RBAC ---------------------------------------------------------------------------------------------------
+
+
+def test_the_role_grants_only_what_patronis_kubernetes_dcs_calls() -> None:
+    assert one(rendered(), "Role", "demo-patroni")["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "patch", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch", "watch"]},
+    ]
+
+
+def test_the_member_pods_run_as_the_account_the_role_is_bound_to() -> None:
+    objects = rendered()
+    binding = one(objects, "RoleBinding", "demo-patroni")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "demo-patroni", "namespace": "shop"}]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "demo-patroni"}
+    assert one(objects, "ServiceAccount", "demo-patroni")
+    assert statefulset(objects)["spec"]["template"]["spec"]["serviceAccountName"] == "demo-patroni"
+
+
+def test_the_users_service_account_is_bound_instead_of_ours() -> None:
+    objects = rendered(spec(serviceAccountName="payments", replication={"members": 2}))
+    assert not [obj for obj in objects if obj["kind"] == "ServiceAccount"]
+    assert one(objects, "RoleBinding", "demo-patroni")["subjects"][0]["name"] == "payments"
+    assert statefulset(objects)["spec"]["template"]["spec"]["serviceAccountName"] == "payments"
+
+
+# --- per shard ----------------------------------------------------------------------------------------------
+
+
+def test_each_shard_is_one_statefulset_of_its_members() -> None:
+    objects = rendered(members(3), Plan(3, True), shards=2)
+    for shard in (0, 1):
+        body = statefulset(objects, shard)["spec"]
+        assert (body["replicas"], body["serviceName"]) == (3, f"demo-db-{shard}")
+        assert body["selector"]["matchLabels"] == member_pods.member_selector("demo", shard)
+
+
+def test_the_statefulset_records_the_shape_it_was_made_with() -> None:
+    annotations = statefulset(rendered())["metadata"]["annotations"]
+    assert Observed.from_annotations(False, [annotations]) == Observed(members=2, synchronous=True)
+
+
+def test_the_teardown_may_scale_a_shard_to_zero() -> None:
+    template = member_pods.member_template("demo", 0, members(2), TWO, pod_templates.db_template("demo", members(2)))
+    assert patroni_objects.shard_statefulset("demo", 0, TWO, template, claims(), replicas=0)["spec"]["replicas"] == 0
+
+
+def test_the_primary_service_selects_the_label_patroni_sets_on_the_leader() -> None:
+    selector = one(rendered(), "Service", "demo-db-0-primary")["spec"]["selector"]
+    assert selector == {**member_pods.member_selector("demo", 0), "mygroup.example.com/role": "primary"}
+
+
+def test_the_standby_service_selects_the_label_patroni_sets_on_a_running_standby() -> None:
+    selector = one(rendered(), "Service", "demo-db-0-standby")["spec"]["selector"]
+    assert selector == {**member_pods.member_selector("demo", 0), "mygroup.example.com/role": "replica"}
+
+
+def test_a_shards_members_share_its_headless_service() -> None:
+    service = one(rendered(), "Service", "demo-db-0")["spec"]
+    assert service["clusterIP"] == "None"
+    assert service["selector"] == member_pods.member_selector("demo", 0)
+
+
+def test_a_budget_lets_one_member_of_a_shard_go_at_a_time() -> None:
+    budget = one(rendered(), "PodDisruptionBudget", "demo-db-1")["spec"]
+    assert budget == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": member_pods.member_selector("demo", 1)},
+    }
+
+
+def test_the_same_spec_renders_the_same_bytes() -> None:
+    assert json.dumps(rendered()) == json.dumps(rendered())
+
+
+# --- as the API server keeps them ---------------------------------------------------------------------------
+
+
+def test_every_object_passes_the_kubernetes_schema_strictly() -> None:
+    for obj in rendered(members(3), Plan(3, True)):
+        assert problems(obj) == [], (obj["kind"], obj["metadata"]["name"])
+
+
+def as_stored(desired: Obj) -> Obj:
+    """What the API server keeps after Metacontroller creates ``desired``: its defaults added, in every kind."""
+    stored = for_create(desired, OWNER)
+    spec_ = stored.get("spec", {})
+    if stored["kind"] == "Service":
+        cluster_ip = spec_.get("clusterIP", "10.96.0.10")
+        spec_.update(
+            clusterIP=cluster_ip,
+            clusterIPs=[cluster_ip],
+            type=spec_.get("type", "ClusterIP"),
+            sessionAffinity="None",
+            ipFamilies=["IPv4"],
+            ipFamilyPolicy="SingleStack",
+            internalTrafficPolicy="Cluster",
+        )
+    if stored["kind"] == "StatefulSet":
+        spec_.update(revisionHistoryLimit=10, minReadySeconds=0)
+        spec_["updateStrategy"]["rollingUpdate"] = {"partition": 0}
+        pod = spec_["template"]["spec"]
+        pod.update(restartPolicy="Always", dnsPolicy="ClusterFirst", schedulerName="default-scheduler")
+        for each in pod["containers"]:
+            each.update(
+                imagePullPolicy="IfNotPresent",
+                terminationMessagePath="/dev/termination-log",
+                terminationMessagePolicy="File",
+            )
+            for probe in ("readinessProbe", "livenessProbe"):
+                each[probe].update(timeoutSeconds=1, successThreshold=1)
+    return stored
+
+
+def test_every_object_is_a_fixed_point_of_metacontrollers_update_once_stored() -> None:
+    for desired in rendered(members(3), Plan(3, True)):
+        stored = as_stored(desired)
+        assert not needs_update(stored, desired), difference(stored, desired)
+
+
+def test_every_list_the_merge_replaces_whole_is_rendered_as_stored() -> None:
+    """Lists whose items have no merge key (rules, subjects, affinity terms) get no server default inside."""
+    objects = rendered()
+    role_obj, binding = one(objects, "Role", "demo-patroni"), one(objects, "RoleBinding", "demo-patroni")
+    for rule in role_obj["rules"]:
+        assert set(rule) == {"apiGroups", "resources", "verbs"}
+    assert set(binding["subjects"][0]) == {"kind", "name", "namespace"}
+    pod = statefulset(objects)["spec"]["template"]["spec"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == patroni_config.CONFIG_VOLUME]
+    assert volume["downwardAPI"]["defaultMode"] == 0o644
+    assert volume["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"] == "v1"
+    for var in container(objects)["env"]:
+        if "valueFrom" in var and "fieldRef" in var["valueFrom"]:
+            assert var["valueFrom"]["fieldRef"]["apiVersion"] == "v1"
