@@ -17,8 +17,7 @@ from .snapshot import Snapshot
 from .spec import MAX_SHARDS, ShardDBSpec
 from .trouble.lost import LostPod, lost
 from .trouble.missing import MissingPod, missing_pods
-from .trouble.stuck import StuckPod, stuck
-from .trouble.words import short
+from .trouble.stuck import StuckPod, short, stuck
 from .workloads import CacheView, Rollout, SeedJobView, StatefulSetView, TemplateRecord
 
 

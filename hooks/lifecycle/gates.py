@@ -12,12 +12,12 @@ from ..replication import roles
 from ..replication.roles import Roles, RoleTrouble
 from ..replication.shape import Outcome
 from ..snapshot import Snapshot
-from ..trouble import grace, missing
+from ..trouble import grace
 from ..trouble.stuck import StuckPod
 from . import absent, kept, rollout
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
-from .wording import (
+from .wording.conditions import (
     absent_problems,
     available_message,
     available_reason,
@@ -26,6 +26,7 @@ from .wording import (
     progressing,
     refused,
     two_primaries,
+    uncreated,
     waiting,
     worse_than_asked,
 )
@@ -148,7 +149,9 @@ def _conditions(
     moving = waiting(
         progressing(snap, phase, gates.shards, gates.ready, gates.registered, seed_failed, layout.plan),
         troubles.pods.waiting,
-        _uncreated(troubles),
+        uncreated(
+            troubles.unmet.pods_waiting, troubles.roles.waiting, _alone(troubles.standbys.waiting, troubles.roles)
+        ),
     )
     return (
         ConditionState(
@@ -161,20 +164,6 @@ def _conditions(
         ConditionState(
             "Degraded", bool(problems), problems[0][0] if problems else "AsExpected", degraded_message(problems)
         ),
-    )
-
-
-def _uncreated(troubles: _Troubles) -> str:
-    """What Progressing says waits to be created or to take its role: pods, shards' roles, standbys."""
-    unmet, role_trouble = troubles.unmet, troubles.roles
-    return "; ".join(
-        part
-        for part in (
-            missing.waiting_message(unmet.pods_waiting) if unmet.pods_waiting else "",
-            roles.waiting_message(role_trouble.waiting),
-            roles.waiting_message(_alone(troubles.standbys.waiting, role_trouble)),
-        )
-        if part
     )
 
 
@@ -294,7 +283,7 @@ def _budgets(cache_replicas: int) -> frozenset[str]:
     return frozenset({names.DB})
 
 
-def _alone(standbys: tuple[RoleTrouble, ...], shards: roles.Roles) -> tuple[RoleTrouble, ...]:
+def _alone(standbys: tuple[RoleTrouble, ...], shards: Roles) -> tuple[RoleTrouble, ...]:
     """Standbys waiting in shards with no other role trouble: a shard waiting for its sync standby says so once."""
     named = {trouble.shard for trouble in shards.failing + shards.waiting}
     return tuple(trouble for trouble in standbys if trouble.shard not in named)

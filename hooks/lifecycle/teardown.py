@@ -13,7 +13,7 @@ from . import kept
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
 from .rollout import made
-from .wording import blocked
+from .wording.conditions import blocked
 
 
 def finalize(snap: Snapshot) -> Decision:

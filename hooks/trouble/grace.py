@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
-from .stuck import CORDONED, STUCK_ORDER, VOLUME_NODE, VOLUME_NODE_CORDONED, StuckPod
-from .words import NOUNS, listed
+from .stuck import StuckPod
 
 # Troubles that may pass by themselves, and what a pod with one waits for.
 WAITS_FOR = {
@@ -71,52 +70,3 @@ def split(found: Iterable[tuple[T, datetime | None]], now: datetime | None, grac
 def triage(pods: tuple[StuckPod, ...], now: datetime | None, grace_seconds: int) -> Split[StuckPod]:
     """Which of ``pods`` count at ``now``: only a trouble that may pass by itself is given the grace."""
     return split(((pod, pod.since if pod.reason in WAITS_FOR else None) for pod in pods), now, grace_seconds)
-
-
-WAITS_FOR_ITS_NODE = "for its volume's node"
-WAITS_FOR_CORDONED_NODE = "for its volume's node, which is cordoned"
-WAITS_ON_CORDON = "to be scheduled, with a node cordoned"
-WAITS_BY_PLACEMENT = {
-    VOLUME_NODE: WAITS_FOR_ITS_NODE,
-    VOLUME_NODE_CORDONED: WAITS_FOR_CORDONED_NODE,
-    CORDONED: WAITS_ON_CORDON,
-}
-
-
-def waits_for(pod: StuckPod) -> str:
-    """What ``pod`` waits for; for an unschedulable one, the class of the scheduler's message (``StuckPod.placement``).
-
-    The scheduler names no node, and the pod's volume's node is in its PersistentVolume, not in
-    the pod. On a drain the cordoned node is the one holding the volume; the others report the conflict.
-    """
-    return (
-        WAITS_BY_PLACEMENT.get(pod.placement, WAITS_FOR[pod.reason])
-        if pod.reason == "Unschedulable"
-        else WAITS_FOR[pod.reason]
-    )
-
-
-def waiting_message(waiting: tuple[StuckPod, ...]) -> str:
-    """What the waiting pods wait for, per component and trouble: ``1 shard pod waiting to be scheduled: x-db-2``.
-
-    Names only, never the scheduler's changing words, so the message stays put while they wait.
-    """
-    groups: dict[tuple[str, str, str], list[str]] = {}
-    for pod in waiting:
-        groups.setdefault((pod.component, pod.reason, waits_for(pod)), []).append(pod.name)
-    components = list(NOUNS)
-
-    def rank(group: tuple[str, str, str]) -> tuple[int, str, int, str]:
-        component, reason, phrase = group
-        where = components.index(component) if component in components else len(components)
-        return where, component, STUCK_ORDER.index(reason), phrase
-
-    parts = []
-    for group in sorted(groups, key=rank):
-        component, _, phrase = group
-        pods = groups[group]
-        shown = listed(pods)
-        plural = "" if len(pods) == 1 else "s"
-        noun = NOUNS.get(component, component or "other")
-        parts.append(f"{len(pods)} {noun} pod{plural} waiting {phrase}: {shown}")
-    return "; ".join(parts)

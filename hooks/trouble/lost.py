@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from .. import names
 from ..hook_request import Pod
-from .words import NOUNS, listed
 
 
 @dataclass(frozen=True)
@@ -67,37 +66,3 @@ def lost(pod: Pod, ordinal: int | None) -> LostPod | None:
     component = pod.metadata.labels.get(names.COMPONENT_LABEL, "")
     terminating = pod.metadata.deletion_timestamp is not None
     return LostPod(pod.metadata.name, component, node, evidence, -1 if ordinal is None else ordinal, terminating)
-
-
-def _on_node(pods: list[LostPod]) -> str:
-    by_noun: dict[str, list[str]] = {}
-    for pod in pods:
-        by_noun.setdefault(NOUNS.get(pod.component, pod.component or "other"), []).append(pod.name)
-    return ", ".join(f"{noun} {listed(on)}" for noun, on in by_noun.items())
-
-
-def lost_message(pods: tuple[LostPod, ...]) -> str:
-    """Per lost node, the condition that shows it and the shards and cache pods on it."""
-    nodes: dict[str, list[LostPod]] = {}
-    for pod in pods:
-        nodes.setdefault(pod.node, []).append(pod)
-    return "; ".join(
-        f"node {node} is lost, as its pods show ({on[0].evidence}): on it {_on_node(on)}; "
-        f"read `kubectl describe node {node}`"
-        for node, on in nodes.items()
-    )
-
-
-def blocked_message(pods: tuple[LostPod, ...], component: str) -> str:
-    """What a stopping step waits for on a lost node, and what a person may do (empty if nothing)."""
-    blocking = [pod for pod in pods if pod.component == component]
-    if not blocking:
-        return ""
-    nodes = sorted({pod.node for pod in blocking})
-    shown = listed([pod.name for pod in blocking])
-    where = f"node{'' if len(nodes) == 1 else 's'} {', '.join(nodes)}"
-    return (
-        f"{shown} {'is' if len(blocking) == 1 else 'are'} on {where}, which is lost ({blocking[0].evidence}): "
-        f"once the node is known to be gone, taint it `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` "
-        f"or `kubectl delete pod <pod> --grace-period=0 --force`"
-    )

@@ -9,7 +9,14 @@ from datetime import datetime
 
 from .. import clock, names
 from ..hook_request import ContainerStatus, Pod
-from .words import short
+
+DETAIL_MAX = 120
+
+
+def short(text: str) -> str:
+    """One line, at most ``DETAIL_MAX`` characters, so a long message from a controller cannot swamp the status."""
+    line = " ".join(text.split())
+    return line if len(line) <= DETAIL_MAX else line[: DETAIL_MAX - 1] + "…"
 
 
 @dataclass(frozen=True)

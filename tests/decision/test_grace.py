@@ -14,6 +14,7 @@ import pytest
 
 from hooks.handler import MIN_RECHECK_SECONDS, recheck_after
 from hooks.lifecycle import Decision, Phase, decide
+from hooks.lifecycle.wording.pods import stuck_waiting
 from hooks.spec import DEFAULT_POD_START_GRACE_SECONDS, MAX_POD_START_GRACE_SECONDS
 from hooks.trouble import grace
 from hooks.trouble.stuck import STUCK_ORDER, StuckPod
@@ -201,7 +202,7 @@ def test_the_waiting_message_counts_and_names_pods_per_component_and_trouble() -
         pod("demo-db-2"),
         pod("demo-db-4", reason="CreateContainerConfigError"),
     )
-    assert grace.waiting_message(waiting) == (
+    assert stuck_waiting(waiting) == (
         "2 shard pods waiting to be scheduled: demo-db-1, demo-db-2; "
         "1 shard pod waiting for a Secret or ConfigMap: demo-db-4; "
         "1 cache pod waiting to be scheduled: demo-cache-7c9f-0"
@@ -210,7 +211,7 @@ def test_the_waiting_message_counts_and_names_pods_per_component_and_trouble() -
 
 def test_the_waiting_message_names_three_pods_and_counts_the_rest() -> None:
     waiting = tuple(pod(f"demo-db-{ordinal}") for ordinal in range(3, 16))
-    assert grace.waiting_message(waiting) == (
+    assert stuck_waiting(waiting) == (
         "13 shard pods waiting to be scheduled: demo-db-3, demo-db-4, demo-db-5 and 10 more"
     )
 

@@ -24,11 +24,13 @@ class Reader:
 
     def __init__(self) -> None:
         package = Path(lifecycle.__file__).parent
+        sources = sorted(package.rglob("*.py"))
         self.modules = [
-            importlib.import_module(f"hooks.lifecycle.{path.stem}") for path in sorted(package.glob("*.py"))
+            importlib.import_module(".".join(("hooks", "lifecycle", *path.relative_to(package).with_suffix("").parts)))
+            for path in sources
         ]
         self.functions: dict[str, ast.FunctionDef] = {}
-        for path in sorted(package.glob("*.py")):
+        for path in sources:
             for node in ast.parse(path.read_text()).body:
                 if isinstance(node, ast.FunctionDef):
                     assert node.name not in self.functions, (

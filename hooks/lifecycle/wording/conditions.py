@@ -1,23 +1,33 @@
 """The words of the status, apart from the decisions they report: each condition's reason and message as
-``kubectl describe`` shows them (``tests/docs/test_runbooks.py`` reads the reasons from this package).
+``kubectl describe`` shows them (``tests/docs/test_runbooks.py`` reads the reasons from this module).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import names
-from ..replication import roles
-from ..replication.health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES
-from ..replication.roles import RoleTrouble
-from ..replication.shape import Refusal
-from ..snapshot import Snapshot
-from ..trouble import grace, lost, missing
-from ..trouble.stuck import StuckPod
-from .absent import Missing
-from .decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
-from .kept import same_storage
-from .rollout import Rolling
+from ... import names
+from ...replication.health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES
+from ...replication.roles import RoleTrouble
+from ...replication.shape import Refusal
+from ...snapshot import Snapshot
+from ...trouble.missing import MissingPod
+from ...trouble.stuck import StuckPod
+from ..absent import Missing
+from ..decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
+from ..kept import same_storage
+from ..rollout import Rolling
+from .pods import (
+    blocked_message,
+    cache_message,
+    children_message,
+    lost_message,
+    missing_waiting,
+    pods_message,
+    seed_message,
+    stuck_waiting,
+)
+from .roles import failing_message, waiting_message
 
 SHOWN_PODS = 3  # per component; the rest are counted
 MESSAGE_MAX = 1024  # a condition message stays readable in `kubectl describe`
@@ -61,7 +71,7 @@ def two_primaries(failing: tuple[RoleTrouble, ...]) -> list[tuple[str, str]]:
     Patroni's labels say so; whether both accept writes only ``patronictl list`` in a member tells.
     """
     problems: list[tuple[str, str]] = []
-    message = roles.failing_message(failing, TWO_PRIMARIES, 0)
+    message = failing_message(failing, TWO_PRIMARIES, 0)
     if message:
         problems.append((TWO_PRIMARIES, f"{message}: read `patronictl list` in a member of the shard"))
     return problems
@@ -72,15 +82,15 @@ def absent_problems(snap: Snapshot, unmet: Missing) -> list[tuple[str, str]]:
     grace_seconds = snap.spec.pod_start_grace_seconds
     problems: list[tuple[str, str]] = []
     if unmet.children:
-        problems.append((CHILDREN_MISSING, missing.children_message(snap.name, unmet.children, grace_seconds)))
+        problems.append((CHILDREN_MISSING, children_message(snap.name, unmet.children, grace_seconds)))
     if unmet.pods:
-        problems.append((SHARD_PODS_MISSING, missing.pods_message(snap.name, unmet.pods, grace_seconds)))
+        problems.append((SHARD_PODS_MISSING, pods_message(snap.name, unmet.pods, grace_seconds)))
     if snap.lost_pods:
-        problems.append((NODE_LOST, lost.lost_message(snap.lost_pods)))
+        problems.append((NODE_LOST, lost_message(snap.lost_pods)))
     if unmet.seed_refused:
-        problems.append((SEED_PODS_MISSING, missing.seed_message(snap.name, unmet.seed_refused, grace_seconds)))
+        problems.append((SEED_PODS_MISSING, seed_message(snap.name, unmet.seed_refused, grace_seconds)))
     if unmet.cache_refused is not None:
-        problems.append((CACHE_PODS_MISSING, missing.cache_message(snap.name, unmet.cache_refused)))
+        problems.append((CACHE_PODS_MISSING, cache_message(snap.name, unmet.cache_refused)))
     return problems
 
 
@@ -102,11 +112,11 @@ def worse_than_asked(
         problems.append(("ShardPodsFailing", f"shard pods cannot start: {failing[names.DB]}"))
     # After the pods that cause it: a shard with members Patroni has not mended within the grace.
     grace_seconds = spec.pod_start_grace_seconds
-    if no_primary := roles.failing_message(failing_roles, NO_PRIMARY, grace_seconds):
+    if no_primary := failing_message(failing_roles, NO_PRIMARY, grace_seconds):
         problems.append((NO_PRIMARY, f"{no_primary}: no write reaches the shard"))
-    if no_sync := roles.failing_message(failing_roles, NO_SYNC_STANDBY, grace_seconds):
+    if no_sync := failing_message(failing_roles, NO_SYNC_STANDBY, grace_seconds):
         problems.append((NO_SYNC_STANDBY, f"{no_sync}: {UNGUARDED}"))
-    if stalled := roles.failing_message(failing_roles, STANDBY_NOT_STREAMING, grace_seconds):
+    if stalled := failing_message(failing_roles, STANDBY_NOT_STREAMING, grace_seconds):
         problems.append((STANDBY_NOT_STREAMING, f"{stalled}: {NOT_REJOINED}"))
     if seed_failed:
         problems.append(("SeedFailed", f"{_seed_failure(snap, shards)}; inspect its logs, then delete it to retry"))
@@ -207,7 +217,7 @@ def waiting(progressing: ConditionState, pods: tuple[StuckPod, ...], uncreated: 
     """
     if not pods and not uncreated:
         return progressing
-    message = "; ".join(part for part in (uncreated, grace.waiting_message(pods)) if part)
+    message = "; ".join(part for part in (uncreated, stuck_waiting(pods)) if part)
     if progressing.status:
         return replace(progressing, message=capped(f"{progressing.message}; {message}"))
     if progressing.reason == COMPLETE:
@@ -247,5 +257,11 @@ def degraded_message(problems: list[tuple[str, str]]) -> str:
 
 def blocked(snap: Snapshot, message: str, component: str) -> str:
     """A stopping step's message, with what blocks it on a lost node and what a person may do."""
-    on_lost_node = lost.blocked_message(snap.lost_pods, component)
+    on_lost_node = blocked_message(snap.lost_pods, component)
     return capped(f"{message}; {on_lost_node}") if on_lost_node else message
+
+
+def uncreated(pods: tuple[MissingPod, ...], roles: tuple[RoleTrouble, ...], standbys: tuple[RoleTrouble, ...]) -> str:
+    """What Progressing says waits to be created or to take its role: shard pods, shards' roles, standbys."""
+    parts = (missing_waiting(pods) if pods else "", waiting_message(roles), waiting_message(standbys))
+    return "; ".join(part for part in parts if part)
