@@ -16,8 +16,9 @@ import signal
 import ssl
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, ClassVar
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -35,75 +36,96 @@ def _uncounted(_status: int) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class HeadLimits:
+    """How long a request head may take and how large it may grow; ``refused`` counts each cut."""
+
+    timeout: float
+    max_bytes: int
+    refused: Callable[[int], None] = _uncounted
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, cutting off a request head that comes too slowly or grows too large.
+
+    uvicorn builds one per connection from the class alone, so the limits are a class attribute, bound in a
+    subclass by ``guarded_protocol``.
+    """
+
+    limits: ClassVar[HeadLimits]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._in_head = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()  # a silent new connection is a head that never starts
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._in_head:
+            self._head_bytes += len(data)
+            if self._head_bytes > self.limits.max_bytes:
+                self._refuse(431, refusals.HEAD_TOO_LARGE)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        self._head_bytes = 0
+        if self._head_timer is None:
+            self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._disarm()
+        super().on_headers_complete()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_timer = self.loop.call_later(self.limits.timeout, self._head_timed_out)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            return  # a request is being answered; its own limits apply
+        self._refuse(408, refusals.HEAD_TOO_SLOW)
+
+    def _refuse(self, status: int, detail: str) -> None:
+        """Written straight to the socket: with no complete head there is no ASGI request to answer."""
+        self._in_head = False
+        self._disarm()
+        if self.transport.is_closing():
+            return
+        self.limits.refused(status)
+        message = detail.encode()
+        self.transport.write(
+            b"HTTP/1.1 " + _STATUS[status] + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: " + str(len(message)).encode() + b"\r\nconnection: close\r\n\r\n" + message
+        )
+        self.transport.close()
+
+
 def guarded_protocol(
     head_timeout: float, max_head_bytes: int, refused: Callable[[int], None] = _uncounted
 ) -> type[asyncio.Protocol]:
     """An HTTP/1.1 protocol that bounds the time and size of every request head; ``refused`` counts each cut."""
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._head_timer: asyncio.TimerHandle | None = None
-            self._head_bytes = 0
-            self._in_head = False
+    class BoundGuardedHttpToolsProtocol(GuardedHttpToolsProtocol):
+        limits = HeadLimits(head_timeout, max_head_bytes, refused)
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()  # a silent new connection is a head that never starts
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self._in_head:
-                self._head_bytes += len(data)
-                if self._head_bytes > max_head_bytes:
-                    self._refuse(431, refusals.HEAD_TOO_LARGE)
-
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._in_head = True
-            self._head_bytes = 0
-            if self._head_timer is None:
-                self._arm()
-
-        def on_headers_complete(self) -> None:
-            self._in_head = False
-            self._disarm()
-            super().on_headers_complete()
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._head_timer = self.loop.call_later(head_timeout, self._head_timed_out)
-
-        def _disarm(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _head_timed_out(self) -> None:
-            self._head_timer = None
-            if self.cycle is not None and not self.cycle.response_complete:
-                return  # a request is being answered; its own limits apply
-            self._refuse(408, refusals.HEAD_TOO_SLOW)
-
-        def _refuse(self, status: int, detail: str) -> None:
-            """Written straight to the socket: with no complete head there is no ASGI request to answer."""
-            self._in_head = False
-            self._disarm()
-            if self.transport.is_closing():
-                return
-            refused(status)
-            message = detail.encode()
-            self.transport.write(
-                b"HTTP/1.1 " + _STATUS[status] + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                b"content-length: " + str(len(message)).encode() + b"\r\nconnection: close\r\n\r\n" + message
-            )
-            self.transport.close()
-
-    return GuardedHttpToolsProtocol
+    return BoundGuardedHttpToolsProtocol
 
 
 class HookServer(uvicorn.Server):
