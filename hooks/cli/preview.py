@@ -20,7 +20,8 @@ import yaml
 
 from .. import names
 from ..errors import HookError
-from .stages import DEFAULT_STAGE, STAGES, Obj, Preview, preview
+from .stages import DEFAULT_STAGE, STAGES, Preview, preview
+from .world import Obj
 
 EXIT_BAD_INPUT = 2
 

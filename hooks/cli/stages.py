@@ -7,12 +7,10 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from .. import handler, kinds, names
-from ..clock import Clock, rfc3339, system_clock
-
-Obj = dict[str, Any]
+from ..clock import Clock, system_clock
+from .world import Obj, World
 
 # In lifecycle order; each stage is the one before it plus what the controllers do next.
 STAGES = ("new", "ready", "available", "deleting")
@@ -31,57 +29,17 @@ class Preview:
     status: Obj
 
 
-class _World:
-    """What Metacontroller would send for one ShardDB: the parent, its children as stored, pods, endpoints."""
-
-    def __init__(self, parent: Obj, now: Clock) -> None:
-        self.parent = parent
-        self.now = now
-        self.children: dict[str, dict[str, Obj]] = {}
-        self.pods: dict[str, Obj] = {}
-        self.slices: dict[str, Obj] = {}
-        self.finalizing = False
-
-    @property
-    def name(self) -> str:
-        return str(self.parent["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.parent["metadata"]["namespace"])
-
-    def _key(self, name: str) -> str:
-        return f"{self.namespace}/{name}"
-
-    def stored(self, kind: kinds.Kind, name: str) -> Obj | None:
-        return self.children.get(kind.group_key, {}).get(self._key(name))
+class _PreviewWorld(World):
+    """The shared world, with controllers that do their part at once and completely: the preview shows each stage
+    as reached, not the way there."""
 
     def sync(self) -> Obj:
         """One hook call on the world as it stands, its answer applied as Metacontroller would."""
-        request = {
-            "parent": self.parent,
-            "children": self.children,
-            "related": {kinds.ENDPOINTSLICE.group_key: self.slices, kinds.POD.group_key: self.pods},
-            "finalizing": self.finalizing,
-        }
-        body = json.dumps(request).encode()
-        answer = handler.sync(body, finalize=self.finalizing, now=self.now).body
-        self._apply(answer)
-        return answer
+        return self.step(self._hook)
 
-    def _apply(self, answer: Obj) -> None:
-        """Desired children are stored (keeping what their controllers reported); the rest are gone."""
-        desired: dict[str, dict[str, Obj]] = {}
-        for child in answer["children"]:
-            key = self._key(child["metadata"]["name"])
-            group = kinds.BY_KIND[child["kind"]].group_key
-            before = self.children.get(group, {}).get(key, {})
-            stored = copy.deepcopy(child)
-            stored["metadata"] = {**stored["metadata"], "namespace": self.namespace, "generation": 1}
-            stored["status"] = before.get("status", {})
-            desired.setdefault(group, {})[key] = stored
-        self.children = desired
-        self.parent["status"] = {**answer["status"], "observedGeneration": self.parent["metadata"]["generation"]}
+    def _hook(self, request: Obj, finalizing: bool) -> Obj:
+        """The decision itself, as the service calls it (``finalizing`` picks the finalize hook)."""
+        return handler.sync(json.dumps(request).encode(), finalize=finalizing, now=self.now).body
 
     def _pod(self, name: str, component: str) -> Obj:
         return {
@@ -110,7 +68,7 @@ class _World:
         }
         for ordinal in range(replicas):
             pod = names.shard_pod_name(self.name, ordinal)
-            self.pods[self._key(pod)] = self._pod(pod, names.DB)
+            self.pods[pod] = self._pod(pod, names.DB)
 
     def seeds_done(self) -> None:
         """The Job controller: every seed Job has completed."""
@@ -131,7 +89,7 @@ class _World:
         ]
         slice_name = f"{service}-preview"
         self.slices = {
-            self._key(slice_name): {
+            slice_name: {
                 "apiVersion": kinds.ENDPOINTSLICE.api_version,
                 "kind": kinds.ENDPOINTSLICE.kind,
                 "metadata": {
@@ -159,12 +117,7 @@ class _World:
         }
         for index in range(replicas):
             pod = f"{names.cache_name(self.name)}-preview-{index}"
-            self.pods[self._key(pod)] = self._pod(pod, names.CACHE)
-
-    def delete(self) -> None:
-        """``kubectl delete``: Metacontroller calls the finalize hook from now on."""
-        self.finalizing = True
-        self.parent["metadata"]["deletionTimestamp"] = rfc3339(self.now())
+            self.pods[pod] = self._pod(pod, names.CACHE)
 
 
 def preview(manifest: Obj, stage: str = DEFAULT_STAGE, now: Clock = system_clock) -> Preview:
@@ -176,7 +129,7 @@ def preview(manifest: Obj, stage: str = DEFAULT_STAGE, now: Clock = system_clock
     if isinstance(metadata, dict):  # anything else is for the hook to refuse, naming the field
         metadata["namespace"] = metadata.get("namespace") or DEFAULT_NAMESPACE
         metadata.setdefault("generation", 1)
-    world = _World(parent, now)
+    world = _PreviewWorld(parent, now)
     answer = world.sync()  # new: nothing observed
     if stage != "new":
         world.shards_ready()

@@ -1,11 +1,12 @@
 """Model: the cluster around the hooks, small and honest: it builds Metacontroller's requests, for tests and benchmarks.
 
-It keeps objects shaped as the API server returns them (uids, managedFields,
-defaulted specs, status), builds Metacontroller's request from them, and applies
-an answer the way Metacontroller does: create what is new, update what is
-listed, delete what is left out, store the returned status. Controllers
-(StatefulSet, Deployment, Job, EndpointSlice) are simulated by explicit steps
-so a test says exactly which event happens when.
+The world itself (the request Metacontroller builds, a round, the status it stores,
+a deletion) is ``hooks.cli.world``'s, the one the offline preview walks; this adds
+what tests need on top. It keeps objects shaped as the API server returns them
+(uids, managedFields, defaulted specs, status) and applies an answer's children
+the way Metacontroller does: create what is new, update what is listed, delete
+what is left out. Controllers (StatefulSet, Deployment, Job, EndpointSlice) are
+simulated by explicit steps so a test says exactly which event happens when.
 """
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from hooks import kinds
+from hooks.cli import world as model
 from testbed.models.metacontroller import LAST_APPLIED, serialize
 
-Obj = dict[str, Any]
+# The model's names, under which the tests and the benchmarks import them from here.
+Obj = model.Obj
+Hook = model.Hook
 
 GROUP_KEYS = {kind.kind: kind.group_key for kind in kinds.CHILDREN}
 CREATED = "2026-01-01T00:00:00Z"
+DELETED = datetime(2026, 1, 2, tzinfo=UTC)  # when ``delete()`` marks the parent, a day after CREATED
 
 
 def _revision(template: Obj) -> str:
@@ -113,39 +118,95 @@ def failed_status(failure: str, container: str, image: str, since: str = CREATED
     }
 
 
-class World:
-    """Observed state for one ShardDB; ``request()`` and ``apply()`` close the loop."""
+def _pod_spec(component: str, image: str) -> Obj:
+    """A pod's spec as the API server defaults it, scheduled on the one node."""
+    return {
+        "containers": [
+            {
+                "name": component,
+                "image": image,
+                "ports": [{"containerPort": 5432 if component == "db" else 6379, "protocol": "TCP"}],
+                "resources": {},
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent",
+                "volumeMounts": [
+                    {
+                        "name": "kube-api-access",
+                        "readOnly": True,
+                        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    }
+                ],
+            }
+        ],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "nodeName": "node-1",
+        "schedulerName": "default-scheduler",
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            }
+        ],
+    }
+
+
+def _pod_status(component: str, ready: bool, image: str) -> Obj:
+    """A running pod's status as the kubelet writes it, its one container ``ready`` or not."""
+    return {
+        "phase": "Running",
+        "conditions": [
+            {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
+            {"type": "ContainersReady", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": CREATED},
+        ],
+        "hostIP": "10.0.0.1",
+        "podIP": "10.1.0.1",
+        "podIPs": [{"ip": "10.1.0.1"}],
+        "startTime": CREATED,
+        "containerStatuses": [
+            {
+                "name": component,
+                "ready": ready,
+                "restartCount": 0,
+                "image": image,
+                "imageID": f"docker.io/library/{image}@sha256:{'0' * 64}",
+                "containerID": f"containerd://{'1' * 64}",
+                "started": True,
+                "state": {"running": {"startedAt": CREATED}},
+            }
+        ],
+        "qosClass": "BestEffort",
+    }
+
+
+class World(model.World):
+    """The shared world for one ShardDB, its objects shaped as the API server returns them; ``request()`` and
+    ``apply()`` close the loop."""
 
     def __init__(self, parent: Obj | None = None, hook_version: str = "v2") -> None:
-        self.parent = parent or sharddb()
+        super().__init__(parent or sharddb(), now=lambda: DELETED)
         self.hook_version = hook_version
-        self.children: dict[str, dict[str, Obj]] = {}
-        self.pods: dict[str, Obj] = {}
-        self.slices: dict[str, Obj] = {}
-        self.finalizing = False
-        self.finalized = False
         self._rv = 100
         self.deleted: list[str] = []
 
     # --- identities -----------------------------------------------------
 
-    @property
-    def name(self) -> str:
-        return str(self.parent["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.parent["metadata"]["namespace"])
-
     def _key(self, name: str) -> str:
-        return name if self.hook_version == "v1" else f"{self.namespace}/{name}"
+        """Metacontroller keys objects by bare name for hook version v1."""
+        return name if self.hook_version == "v1" else super()._key(name)
 
     def _next_rv(self) -> str:
         self._rv += 1
         return str(self._rv)
 
     def child(self, kind: str, name: str) -> Obj | None:
-        return self.children.get(GROUP_KEYS[kind], {}).get(self._key(name))
+        return self.stored(kinds.BY_KIND[kind], name)
 
     def statefulset(self) -> Obj | None:
         return self.child("StatefulSet", f"{self.name}-db")
@@ -159,33 +220,10 @@ class World:
     def jobs(self) -> list[Obj]:
         return list(self.children.get(GROUP_KEYS["Job"], {}).values())
 
-    # --- the request Metacontroller would send ---------------------------
-
-    def request(self) -> Obj:
-        related: Obj = {
-            "EndpointSlice.discovery.k8s.io/v1": {self._key(n): s for n, s in sorted(self.slices.items())},
-            "Pod.v1": {self._key(n): p for n, p in sorted(self.pods.items())},
-        }
-        return {
-            "controller": {
-                "apiVersion": "metacontroller.k8s.io/v1alpha1",
-                "kind": "CompositeController",
-                "metadata": {"name": "sharddb"},
-            },
-            "parent": copy.deepcopy(self.parent),
-            "children": copy.deepcopy(self.children),
-            "related": copy.deepcopy(related),
-            "finalizing": self.finalizing,
-        }
-
     # --- Metacontroller applying an answer ---------------------------------
 
-    def apply(self, answer: Obj) -> None:
-        """Create, update in place, or delete children; store status; honour ``finalized``."""
-        desired: dict[str, dict[str, Obj]] = {}
-        for obj in answer["children"]:
-            group = GROUP_KEYS[obj["kind"]]
-            desired.setdefault(group, {})[self._key(obj["metadata"]["name"])] = obj
+    def store(self, desired: model.Children) -> None:
+        """As the API server does: create what is new, update in place (Jobs are OnDelete), delete the rest."""
         for group, observed in list(self.children.items()):
             for key in list(observed):
                 if key not in desired.get(group, {}):
@@ -198,11 +236,6 @@ class World:
                     self.children[group][key] = self._create(obj)
                 elif obj["kind"] != "Job":  # Jobs are OnDelete: never updated in place
                     self._update(current, obj)
-        status = copy.deepcopy(answer["status"])
-        status["observedGeneration"] = self.parent["metadata"]["generation"]
-        self.parent["status"] = status
-        if answer.get("finalized"):
-            self.finalized = True
 
     def _create(self, desired: Obj) -> Obj:
         obj = copy.deepcopy(desired)
@@ -278,13 +311,10 @@ class World:
         self.parent["spec"].update(changes)
         self.parent["metadata"]["generation"] += 1
 
-    def delete(self) -> None:
-        self.finalizing = True
-        self.parent["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
-
     # --- controllers, one explicit step at a time -------------------------------
 
     def _pod(self, name: str, component: str, ready: bool, image: str) -> Obj:
+        """A pod as the API server returns it: the kubelet's managedFields, a defaulted spec, its status."""
         return {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -313,65 +343,8 @@ class World:
                     }
                 ],
             },
-            "spec": {
-                "containers": [
-                    {
-                        "name": component,
-                        "image": image,
-                        "ports": [{"containerPort": 5432 if component == "db" else 6379, "protocol": "TCP"}],
-                        "resources": {},
-                        "terminationMessagePath": "/dev/termination-log",
-                        "terminationMessagePolicy": "File",
-                        "imagePullPolicy": "IfNotPresent",
-                        "volumeMounts": [
-                            {
-                                "name": "kube-api-access",
-                                "readOnly": True,
-                                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                            }
-                        ],
-                    }
-                ],
-                "restartPolicy": "Always",
-                "terminationGracePeriodSeconds": 30,
-                "dnsPolicy": "ClusterFirst",
-                "serviceAccountName": "default",
-                "nodeName": "node-1",
-                "schedulerName": "default-scheduler",
-                "tolerations": [
-                    {
-                        "key": "node.kubernetes.io/not-ready",
-                        "operator": "Exists",
-                        "effect": "NoExecute",
-                        "tolerationSeconds": 300,
-                    }
-                ],
-            },
-            "status": {
-                "phase": "Running",
-                "conditions": [
-                    {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
-                    {"type": "ContainersReady", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
-                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": CREATED},
-                ],
-                "hostIP": "10.0.0.1",
-                "podIP": "10.1.0.1",
-                "podIPs": [{"ip": "10.1.0.1"}],
-                "startTime": CREATED,
-                "containerStatuses": [
-                    {
-                        "name": component,
-                        "ready": ready,
-                        "restartCount": 0,
-                        "image": image,
-                        "imageID": f"docker.io/library/{image}@sha256:{'0' * 64}",
-                        "containerID": f"containerd://{'1' * 64}",
-                        "started": True,
-                        "state": {"running": {"startedAt": CREATED}},
-                    }
-                ],
-                "qosClass": "BestEffort",
-            },
+            "spec": _pod_spec(component, image),
+            "status": _pod_status(component, ready, image),
         }
 
     def run_statefulset(self, ready: int | None = None) -> None:
@@ -544,14 +517,9 @@ class World:
             self.publish_endpoints()
 
 
-Hook = Callable[[Obj, bool], Obj]
-
-
 def step(world: World, hook: Hook) -> Obj:
-    """One Metacontroller round: send the observed world, apply the answer."""
-    answer = hook(world.request(), world.finalizing)
-    world.apply(answer)
-    return answer
+    """One Metacontroller round (``World.step``), kept as the function the tests and benchmarks call."""
+    return world.step(hook)
 
 
 def bring_up(world: World, hook: Hook, max_rounds: int = 20) -> Obj:
