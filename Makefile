@@ -152,8 +152,9 @@ bench-upgrade: venv testbin
 bench-latency: venv testbin
 	$(BIN)/python -m bench.latency --idle $(IDLE) --baseline $(BASELINE_SETTINGS)
 
-## HA_RUNS runs (20) of the installed tier's members module, each a stack of its own (about 8-10 minutes each on 2
-## cores): the client-visible outage of each fault step, p50 and max over the runs; needs root.
+## HA_RUNS runs (20) of the installed tier's replication steps (tests/installed/test_production_members/), each a
+## stack of its own (about 8-10 minutes each on 2 cores): the client-visible outage of each fault step, p50 and max
+## over the runs; needs root.
 bench-ha: venv testbin nodebin images
 	$(BIN)/python -m bench.ha --runs $(HA_RUNS)
 

@@ -1,12 +1,12 @@
-"""``python -m bench.ha`` (``make bench-ha``): the members module's fault steps, repeated, as p50 and max per step.
+"""``python -m bench.ha`` (``make bench-ha``): the members' fault steps, repeated, as p50 and max per step.
 
-CI runs each step of ``tests/installed/test_production_members.py`` once; one gap is
-not a figure. This runs the module ``--runs`` times, each a session of its own inside
-the real nodes' namespaces (as ``make installed`` runs it), reads back the outages each
-session wrote (``SHARDDB_OUTAGES_JSON``) and prints one table over all of them. The
-figures are benchmark goals, not assertions: a failed run is reported, its outages
-still counted if it wrote them, and the exit status is 1 (as when a run's outages cannot be read).
-"""
+CI runs each step of ``tests/installed/test_production_members/`` once (a file per step, in
+order); one gap is not a figure. This runs that folder ``--runs`` times, each a session of its
+own inside the real nodes' namespaces (as ``make installed`` runs it), reads back the outages each
+session wrote (``SHARDDB_OUTAGES_JSON``, ``testbed/faults/outages.py``'s ``Outage``, the class the
+tier writes) and prints one table over all of them. The figures are benchmark goals, not
+assertions: a failed run is reported, its outages still counted if it wrote them, and the exit
+status is 1 (as when a run's outages cannot be read)."""
 
 from __future__ import annotations
 
@@ -23,20 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.faults.outages import Outage
+
 ROOT = Path(__file__).resolve().parent.parent
-MODULE = "tests/installed/test_production_members.py"
+# The members' steps, one file each, run in their order (``test_01_bring_up.py`` to ``test_13_deletion.py``).
+FOLDER = "tests/installed/test_production_members"
 OUTAGES_ENV = "SHARDDB_OUTAGES_JSON"
 HEADER = "| step | runs | outage p50 (s) | outage max (s) |\n|---|---:|---:|---:|"
-
-
-@dataclass(frozen=True)
-class Outage:
-    """One step of one run, as the installed tier's conftest writes it: each writer's longest gap, and which stopped."""
-
-    step: str
-    gaps: dict[str, float]
-    affected: tuple[str, ...]
-    cache: float | None = None
 
 
 @dataclass(frozen=True)
@@ -82,26 +75,10 @@ def read(path: Path) -> list[Outage]:
         raise ValueError(f"{path} is not JSON: {error}") from None
     if not isinstance(loaded, list):
         raise ValueError(f"{path} is not a list of outages")
-    return [_outage(path, item) for item in loaded]
-
-
-def _outage(path: Path, item: object) -> Outage:
-    if not isinstance(item, dict):
-        raise ValueError(f"{path}: an outage is not an object: {item!r}")
-    step, gaps, affected, cache = item.get("step"), item.get("gaps"), item.get("affected"), item.get("cache")
-    number = (int, float)
-    if (
-        not isinstance(step, str)
-        or not isinstance(gaps, dict)
-        or not all(isinstance(k, str) and isinstance(v, number) for k, v in gaps.items())
-        or not isinstance(affected, list)
-        or not all(isinstance(name, str) and name in gaps for name in affected)
-        or not (cache is None or isinstance(cache, number))
-    ):
-        raise ValueError(f"{path}: not an outage (step, gaps, affected, cache): {item!r}")
-    return Outage(
-        step, {k: float(v) for k, v in gaps.items()}, tuple(affected), None if cache is None else float(cache)
-    )
+    try:
+        return [Outage.from_json(item) for item in loaded]
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def collect(files: Sequence[Path]) -> tuple[list[list[Outage]], list[str]]:
@@ -117,14 +94,14 @@ def collect(files: Sequence[Path]) -> tuple[list[list[Outage]], list[str]]:
 
 
 def command(python: str = sys.executable) -> list[str]:
-    """The members module alone, inside the real nodes' namespaces, as ``make installed`` runs its tier."""
-    pytest = [python, "-m", "pytest", "-m", "installed", MODULE, "-p", "no:cacheprovider", "-q"]
+    """The members' steps alone, inside the real nodes' namespaces, as ``make installed`` runs its tier."""
+    pytest = [python, "-m", "pytest", "-m", "installed", FOLDER, "-p", "no:cacheprovider", "-q"]
     return [python, "-m", "testbed.real.sandbox", "--", *pytest]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ha", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=20, help="sessions of the members module (20)")
+    parser.add_argument("--runs", type=int, default=20, help="sessions of the members' steps (20)")
     parser.add_argument("--keep", type=Path, help="keep each run's log and outages here (else kept only on failure)")
     args = parser.parse_args(argv)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="sharddb-bench-ha-"))

@@ -16,11 +16,12 @@ import dataclasses
 import json
 import os
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from testbed.faults.outages import HEADER, Outage
 from testbed.images import product, workloads
 from testbed.images.toolkit import ImageBuildError
 from testbed.real.controlplane import ControlPlaneError, build_binaries
@@ -30,7 +31,8 @@ from ..support.markers import mark_folder
 from ..support.stacks import inside_the_sandbox, on_the_terminal, watched
 from ..support.stacks import kube as kube  # the admin's client, on this tier's cluster
 from .installs import Install
-from .writers import HEADER, Outage
+from .invariants import Record as Record  # this folder's modules take both from here,
+from .invariants import Report as Report  # a subfolder's from invariants.py (each imports its own conftest only)
 
 NODES = 3
 
@@ -92,8 +94,6 @@ def production(
 
 _reports: list[str] = []
 _outages: list[Outage] = []
-Report = Callable[[str], None]
-Record = Callable[[Outage], None]
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import statistics
 import time
 from dataclasses import dataclass, field
 
+from testbed.faults.outages import Outage as Outage  # the one bench/ha.py reads; modules take it from here
 from testbed.images import workloads
 
 from ..support.examples import PASSWORD
@@ -100,45 +100,6 @@ class Target:
 
     host: str
     pod: str
-
-
-@dataclass(frozen=True)
-class Outage:
-    """One step as the clients saw it: the longest gap of each writer, and which shards the step stopped."""
-
-    step: str
-    gaps: dict[str, float]
-    affected: tuple[str, ...]
-    cache: float | None = None
-
-    @property
-    def hit(self) -> list[float]:
-        return [self.gaps[name] for name in self.affected]
-
-    @property
-    def others(self) -> list[float]:
-        return [gap for name, gap in self.gaps.items() if name not in self.affected]
-
-    def row(self) -> str:
-        """``| step | shards stopped | p50 | max | the others' max | the cache's max |``, in seconds."""
-
-        def seconds(values: list[float], pick: str) -> str:
-            if not values:
-                return "—"
-            return f"{statistics.median(values) if pick == 'p50' else max(values):.1f}"
-
-        cache = "—" if self.cache is None else f"{self.cache:.1f}"
-        hit = self.hit
-        return (
-            f"| {self.step} | {len(hit)} | {seconds(hit, 'p50')} | {seconds(hit, 'max')} "
-            f"| {seconds(self.others, 'max')} | {cache} |"
-        )
-
-
-HEADER = (
-    "| step | shards stopped | outage p50 (s) | outage max (s) | other shards' max (s) | cache max (s) |\n"
-    "|---|---:|---:|---:|---:|---:|"
-)
 
 
 @dataclass

@@ -6,7 +6,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from bench.ha import MODULE, OUTAGES_ENV, Outage, Row, collect, command, read, rows, table
+from bench.ha import FOLDER, OUTAGES_ENV, Row, collect, command, read, rows, table
+from testbed.faults.outages import Outage
 
 
 def drain(primary: float, standby: float, other: float = 0.2) -> Outage:
@@ -79,7 +80,24 @@ def test_a_garbled_run_file_is_reported_rather_than_crashing(tmp_path: Path) -> 
 def test_each_run_is_the_members_module_alone_inside_the_sandbox() -> None:
     found = command("python3")
     assert found[:4] == ["python3", "-m", "testbed.real.sandbox", "--"]
-    assert found[4:] == ["python3", "-m", "pytest", "-m", "installed", MODULE, "-p", "no:cacheprovider", "-q"]
+    assert found[4:] == ["python3", "-m", "pytest", "-m", "installed", FOLDER, "-p", "no:cacheprovider", "-q"]
+
+
+def test_the_members_steps_are_a_folder_of_files_one_per_step_in_their_order() -> None:
+    """pytest runs a folder's files in name order: the numbers keep the steps in the order they build on."""
+    folder = Path(__file__).resolve().parents[2] / FOLDER
+    steps = sorted(path.name for path in folder.glob("test_*.py"))
+    assert steps[0] == "test_01_bring_up.py"
+    assert steps[-1] == "test_13_deletion.py"
+    assert [int(name.split("_")[1]) for name in steps] == list(range(1, len(steps) + 1))
+
+
+def test_an_outage_reads_back_as_the_one_class_the_installed_tier_writes() -> None:
+    """One ``Outage`` (``testbed/faults/outages.py``): the installed tier's writers measure it and its conftest
+    writes it; read back, it is equal and prints the tier's row."""
+    item = json.loads(json.dumps(dataclasses.asdict(drain(4.0, 2.0))))
+    assert Outage.from_json(item) == drain(4.0, 2.0)
+    assert Outage.from_json(item).row() == "| drain | 2 | 3.0 | 4.0 | 0.2 | 0.1 |"
 
 
 def test_the_run_file_is_named_by_the_variable_the_installed_conftest_reads() -> None:

@@ -1,0 +1,33 @@
+"""Bring-up: Available through the default seed, one member primary and one replica on another node, the status
+naming both, the ``-primary`` Service reaching the primary alone, a write through it committed."""
+
+from __future__ import annotations
+
+from .shard import BroughtUp, primary_and_replica, role_of
+
+
+def test_a_shard_with_two_members_runs_one_pod_labelled_primary_and_one_replica(brought_up: BroughtUp) -> None:
+    assert sorted(role_of(pod) for pod in brought_up.pods) == ["primary", "replica"], brought_up.pods
+
+
+def test_the_two_members_of_a_shard_run_on_different_nodes(brought_up: BroughtUp) -> None:
+    nodes = [pod["spec"].get("nodeName") for pod in brought_up.pods]
+    assert len(nodes) == 2
+    assert len(set(nodes)) == 2, nodes
+
+
+def test_the_status_names_the_shards_primary_and_its_synchronous_standby(brought_up: BroughtUp) -> None:
+    primary, replica = primary_and_replica(brought_up.pods)
+    shards = brought_up.status["replication"]["shards"]
+    assert [(each["shard"], each.get("primary"), each.get("syncStandby")) for each in shards] == [
+        (0, primary, replica)
+    ], shards
+
+
+def test_the_primary_service_reaches_only_the_primary(brought_up: BroughtUp) -> None:
+    primary, _ = primary_and_replica(brought_up.pods)
+    assert brought_up.primary_endpoints == [primary]
+
+
+def test_a_write_through_the_primary_service_commits(brought_up: BroughtUp) -> None:
+    assert brought_up.write == ("Succeeded", "1\n"), brought_up.write
