@@ -76,9 +76,10 @@ def sync(snap: Snapshot) -> Decision:
     spec, cache = snap.spec, snap.cache
     outcome = shard_facts.replication_outcome(snap)
     shape = shard_facts.of(snap, outcome)
-    gates = _gates(snap, shape)
+    gates = _gates(snap, shape, hold=outcome.hold)
     with_cache = cache is not None or gates.open  # once observed, the cache is always kept
-    layout = shape.layout(rollout.choose_templates(snap, with_cache), gates.shards, gates.ready, gates.all_registered)
+    chosen = rollout.choose_templates(snap, with_cache, hold=outcome.hold)
+    layout = shape.layout(chosen, gates.shards, gates.ready, gates.all_registered)
     troubles = _troubles(snap, shape, layout)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
     tolerated = 1 if layout.plan.shards_rolling and not _stuck(troubles.pods.failing, names.DB) else 0
@@ -93,8 +94,10 @@ def sync(snap: Snapshot) -> Decision:
     return _decision(snap, gates, layout, troubles, outcome, phase, conditions, with_cache, cache_ready)
 
 
-def _gates(snap: Snapshot, shape: shard_facts.Shards) -> _Gates:
-    shards = max(snap.spec.shards, shard_facts.existing_shards(snap))
+def _gates(snap: Snapshot, shape: shard_facts.Shards, *, hold: bool) -> _Gates:
+    """``hold`` (a refusal's): the shards that exist are all there are; a new one waits with the refused spec."""
+    existing = shard_facts.existing_shards(snap)
+    shards = existing if hold and existing else max(snap.spec.shards, existing)
     in_discovery = shape.registered()
     registered = sum(1 for ordinal in range(shards) if ordinal in in_discovery)
     return _Gates(shards, shape.ready(shards), kept.seeded(snap), in_discovery, registered)

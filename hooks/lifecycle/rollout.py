@@ -29,8 +29,14 @@ class Templates:
         return tuple(part for part, choice in (("shards", self.db), ("cache", self.cache)) if choice.waiting)
 
 
-def choose_templates(snap: Snapshot, with_cache: bool) -> Templates:
-    """A running child keeps its template until its user asks for the one these hooks render."""
+def choose_templates(snap: Snapshot, with_cache: bool, *, hold: bool = False) -> Templates:
+    """A running child keeps its template until its user asks for the one these hooks render.
+
+    ``hold`` (a refusal's, ``shape.Outcome.hold``): every running child keeps its template and
+    record even when its user asks, so a refused spec moves nothing that runs.
+    """
+    if hold:
+        return held_templates(snap, with_cache)
     spec, sts, cache = snap.spec, snap.statefulset, snap.cache
     db_made = made(snap, template_choice.inputs(spec, names.DB))
     cache_made = made(snap, template_choice.inputs(spec, names.CACHE))
@@ -44,6 +50,30 @@ def choose_templates(snap: Snapshot, with_cache: bool) -> Templates:
         lagging = edited or _shards_were_rolling(snap)
         cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made, lagging)
     return Templates(db_choice, cache_choice, db_made, cache_made)
+
+
+def held_templates(snap: Snapshot, with_cache: bool) -> Templates:
+    """Each running child's template as last applied, with the record it was made with.
+
+    The record is never the current spec's, so the change the spec asks is still pending once the
+    refusal is lifted, and rolls then by the usual rule. A child that does not exist yet gets
+    today's template: nothing runs there to keep.
+    """
+    sts, cache = snap.statefulset, snap.cache
+    db_made = _superseded(sts.made) if sts else made(snap, template_choice.inputs(snap.spec, names.DB))
+    db = sts.held_template() if sts else pod_templates.db_template(snap.name, snap.spec)
+    cache_made = _superseded(cache.made) if cache else made(snap, template_choice.inputs(snap.spec, names.CACHE))
+    held_cache: dict[str, Any] = {}
+    if cache is not None:
+        held_cache = cache.held_template()
+    elif with_cache:
+        held_cache = pod_templates.cache_template(snap.name, snap.spec)
+    return Templates(
+        template_choice.Choice(db, waiting=False),
+        template_choice.Choice(held_cache, waiting=False),
+        db_made,
+        cache_made,
+    )
 
 
 def _choose(

@@ -12,7 +12,7 @@ a child to go away. The lifecycle (``hooks/lifecycle/gates.py``) reports a refus
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import names
 from ..spec import ShardDBSpec
@@ -124,8 +124,8 @@ class Refusal:
 class Outcome:
     """What to render (None: no shard at all) and, when the spec is not honoured, why.
 
-    ``hold``: each shard with members keeps the member template it runs, and no new shard is made,
-    whatever else the spec asks; set when rendering the spec would start members that cannot clone.
+    ``hold``: every running child keeps the template it runs and no new shard is made, whatever else
+    the spec asks; set for every refusal once shards exist, so a refused spec moves nothing.
     """
 
     plan: Plan | None
@@ -149,9 +149,18 @@ def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
     Going from one member to two would have to move a single copy's data into a cluster
     Patroni bootstraps itself; the hooks cannot do that safely, so they say so instead.
     Last, ``PGPASSWORD`` in the members' env (``_password_refusal``): a shape refusal's message
-    comes first, but the members are held whenever the variable is asked of them.
+    comes first, but the members are held whenever the variable is asked of them. Whatever the
+    refusal, shards that exist are held (``Outcome.hold``): no template, Job or Role moves.
     """
-    outcome = _decide_shape(parent, spec, observed)
+    outcome = _with_password(spec, observed, _decide_shape(parent, spec, observed))
+    if outcome.refusal is not None and observed.has_shards:
+        # A refusal changes nothing that runs: whatever else the spec asks waits with it.
+        return replace(outcome, hold=True)
+    return outcome
+
+
+def _with_password(spec: ShardDBSpec, observed: Observed, outcome: Outcome) -> Outcome:
+    """``outcome``, refused for ``PGPASSWORD`` in the members' env when members would get it."""
     if not sets_pgpassword(spec):
         return outcome
     kept = observed.plan

@@ -195,11 +195,11 @@ def test_pgpassword_with_one_member_is_not_refused() -> None:
     assert decide("demo", with_pgpassword(1), Observed()) == shape.Outcome(SINGLE_COPY)
 
 
-def test_pgpassword_on_single_copies_asked_for_members_is_refused_as_a_change_only() -> None:
+def test_pgpassword_on_single_copies_asked_for_members_is_refused_as_a_change_and_held() -> None:
     outcome = decide("demo", with_pgpassword(2), Observed(single_copy=True))
     assert outcome.refusal is not None
     assert outcome.refusal.reason == shape.CHANGE_REFUSED
-    assert (outcome.plan, outcome.hold) == (SINGLE_COPY, False)
+    assert (outcome.plan, outcome.hold) == (SINGLE_COPY, True)
 
 
 def test_postgres_password_with_members_is_not_refused() -> None:
