@@ -26,7 +26,7 @@ from pathlib import Path
 from testbed.faults.outages import Outage
 
 ROOT = Path(__file__).resolve().parent.parent
-# The members' steps, one file each, run in their order (``test_01_bring_up.py`` to ``test_13_deletion.py``).
+# The members' steps, one file each, run in their order (``test_01_bring_up.py`` to ``test_15_deletion.py``).
 FOLDER = "tests/installed/test_production_members"
 OUTAGES_ENV = "SHARDDB_OUTAGES_JSON"
 HEADER = "| step | runs | outage p50 (s) | outage max (s) |\n|---|---:|---:|---:|"

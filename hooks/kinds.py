@@ -43,10 +43,22 @@ PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", "InPlace"
 SERVICEACCOUNT = Kind("ServiceAccount", "v1", "serviceaccounts", "InPlace")
 ROLE = Kind("Role", "rbac.authorization.k8s.io/v1", "roles", "InPlace")
 ROLEBINDING = Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", "InPlace")
+# Who may reach a shard's members: Patroni's REST API only from the shard's own members.
+NETWORKPOLICY = Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", "InPlace")
 
-CHILDREN: tuple[Kind, ...] = (SERVICE, STATEFULSET, DEPLOYMENT, JOB, PDB, SERVICEACCOUNT, ROLE, ROLEBINDING)
+CHILDREN: tuple[Kind, ...] = (
+    SERVICE,
+    STATEFULSET,
+    DEPLOYMENT,
+    JOB,
+    PDB,
+    SERVICEACCOUNT,
+    ROLE,
+    ROLEBINDING,
+    NETWORKPOLICY,
+)
 # Children only a ShardDB with members has: one member per shard owns none of them.
-MEMBERS_ONLY: tuple[Kind, ...] = (SERVICEACCOUNT, ROLE, ROLEBINDING)
+MEMBERS_ONLY: tuple[Kind, ...] = (SERVICEACCOUNT, ROLE, ROLEBINDING, NETWORKPOLICY)
 
 # Watched through the customize hook, never written.
 ENDPOINTSLICE = Kind("EndpointSlice", "discovery.k8s.io/v1", "endpointslices")

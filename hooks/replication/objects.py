@@ -1,7 +1,8 @@
 """The objects a ShardDB with members needs, as apply-style desired state: Patroni runs each shard.
 
-Per ShardDB: a ServiceAccount, Role and RoleBinding with only what Patroni's Kubernetes DCS calls.
-Per shard: a StatefulSet of its members (as Crunchy's and Zalando's operators run one per cluster:
+Per ShardDB: a ServiceAccount, Role and RoleBinding with only what Patroni's Kubernetes DCS calls, on
+the names it calls them for. Per shard: a NetworkPolicy closing Patroni's REST API to all but the
+shard's members, a StatefulSet of its members (as Crunchy's and Zalando's operators run one per cluster:
 a rollout, a switchover and a budget are each one shard's, and a shard's members share one headless
 Service), a Service reaching only its primary and one for its standbys, and a budget. Patroni's
 configuration rides in the member pods' template (an annotation projected as a file), so a change
@@ -24,6 +25,7 @@ from typing import Any
 
 from .. import names
 from ..spec import ShardDBSpec
+from .config import PATRONI_PORT
 from .shape import Plan, record
 from .template import member_selector
 
@@ -35,10 +37,26 @@ Obj = dict[str, Any]
 # which the hooks never need, so it is not granted. On pods it lists, watches and patches its own
 # (the role label and the status annotation). With use_endpoints: false it touches no Endpoints and
 # no Service.
+#
+# Kubernetes checks ``resourceNames`` for get, patch, update and delete, never for create, list or
+# watch, so those three are granted on the kind and the rest only on the names Patroni uses: a
+# member may patch its ShardDB's member pods and its shards' four ConfigMaps, and no other
+# ShardDB's (``role``).
+NAMELESS_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("configmaps", ("create", "list", "watch")),
+    ("pods", ("list", "watch")),
+)
+NAMED_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("configmaps", ("get", "patch")),
+    ("pods", ("patch",)),
+)
+# Every verb granted, by resource: what Metacontroller must hold itself to create the Role.
 RBAC_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("configmaps", ("create", "get", "list", "patch", "watch")),
     ("pods", ("list", "patch", "watch")),
 )
+# Patroni's ConfigMaps in Kubernetes mode (patroni/dcs/kubernetes.py): the history rides in -config.
+CONFIG_MAP_SUFFIXES = ("leader", "config", "sync", "failover")
 
 
 def _meta(
@@ -55,13 +73,27 @@ def service_account(parent: str) -> Obj:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(names.account_name(parent), parent)}
 
 
-def role(parent: str) -> Obj:
-    """The least Patroni needs, in the ShardDB's namespace only."""
+def role(parent: str, shards: int, members: int) -> Obj:
+    """The least Patroni needs, in the ShardDB's namespace only, and by name wherever Kubernetes checks names.
+
+    The names are those of ``shards`` shards of ``members`` each, so growing either widens the Role
+    in the same answer that adds the pods.
+    """
+    scopes = [names.shard_name(parent, shard) for shard in range(shards)]
+    named = {
+        "configmaps": [f"{scope}-{suffix}" for scope in scopes for suffix in CONFIG_MAP_SUFFIXES],
+        "pods": [names.member_name(parent, shard, member) for shard in range(shards) for member in range(members)],
+    }
+    rules = [{"apiGroups": [""], "resources": [resource], "verbs": list(verbs)} for resource, verbs in NAMELESS_RULES]
+    rules += [
+        {"apiGroups": [""], "resources": [resource], "resourceNames": named[resource], "verbs": list(verbs)}
+        for resource, verbs in NAMED_RULES
+    ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": _meta(names.account_name(parent), parent),
-        "rules": [{"apiGroups": [""], "resources": [resource], "verbs": list(verbs)} for resource, verbs in RBAC_RULES],
+        "rules": rules,
     }
 
 
@@ -166,8 +198,41 @@ def shard_statefulset(
     }
 
 
+def member_policy(parent: str, shard: int, port: int) -> Obj:
+    """Patroni's REST API reachable only from the shard's own members; PostgreSQL's port left as it was.
+
+    Patroni's API (``PATRONI_PORT``) answers switchover, failover, restart, reinitialize and config
+    changes to anyone who reaches it; only the members of the same shard ever call it (Patroni
+    asks its peers' state before it promotes, and its failsafe asks them too). The kubelet's
+    probes come from the node, which NetworkPolicy does not filter. PostgreSQL's port asks every
+    client for a password, and clients may run anywhere today; a rule that allows every source on
+    it keeps them working while this policy closes the API. Ports are numbers, not names: a
+    policy agent resolves a named port only on the pods a rule selects.
+    """
+    selector = member_selector(parent, shard)
+    scope = {names.SCOPE_LABEL: names.shard_name(parent, shard)}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(names.shard_name(parent, shard), parent, scope),
+        "spec": {
+            "podSelector": {"matchLabels": selector},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"ports": [{"protocol": "TCP", "port": port}]},
+                {
+                    "from": [{"podSelector": {"matchLabels": selector}}],
+                    "ports": [{"protocol": "TCP", "port": PATRONI_PORT}],
+                },
+            ],
+        },
+    }
+
+
 # The kinds this module renders: never a ConfigMap or Endpoints, the kinds Patroni keeps its state in.
-RENDERED_KINDS = frozenset({"ServiceAccount", "Role", "RoleBinding", "Service", "PodDisruptionBudget", "StatefulSet"})
+RENDERED_KINDS = frozenset(
+    {"ServiceAccount", "Role", "RoleBinding", "Service", "PodDisruptionBudget", "StatefulSet", "NetworkPolicy"}
+)
 
 
 class PatroniObjectError(AssertionError):
@@ -208,14 +273,16 @@ def children(
     """
     if not plan.patroni:
         return []
+    shards = max((each.shard + 1 for each in sets), default=0)
     out = [] if spec.service_account_name else [service_account(parent)]
-    out += [role(parent), role_binding(parent, namespace, spec)]
+    out += [role(parent, shards, plan.members), role_binding(parent, namespace, spec)]
     for each in sets:
         shard = each.shard
         out += [
             members_service(parent, shard, spec.db.port),
             role_service(parent, shard, spec.db.port, names.PRIMARY),
             role_service(parent, shard, spec.db.port, names.STANDBY),
+            member_policy(parent, shard, spec.db.port),
         ]
         if budgets:
             out.append(shard_budget(parent, shard))
@@ -225,7 +292,7 @@ def children(
                 parent, shard, plan, each.template, claims, replicas=each.replicas, annotations=dict(each.annotations)
             )
         )
-    never_patronis(parent, max((each.shard + 1 for each in sets), default=0), out)
+    never_patronis(parent, shards, out)
     return out
 
 

@@ -74,11 +74,32 @@ def _http_probe(path: str, period: int, failures: int) -> Obj:
     }
 
 
+# The primary, or the standby Patroni names synchronous: the members that hold every acknowledged commit.
+ONLY_COMMIT_HOLDERS = "/read-only-sync"
+# The primary, or any standby that runs (Patroni's own readiness).
+RUNNING = "/readiness"
+
+
+def readiness_path(plan: Plan) -> str:
+    """What makes a member Ready, and so what the shard's budget counts: with two synchronous members, only the
+    primary and its synchronous standby.
+
+    A drain evicts the primary only while the budget counts another member. A standby made anew
+    streams a few seconds before Patroni names it synchronous; Ready on ``/readiness`` then, it
+    let a drain evict the primary with no member that could take over (measured: the shard had no
+    primary until a person uncordoned the node). On ``/read-only-sync`` it is Ready only once it
+    holds every commit, so the eviction waits for that. With three members only one standby is
+    synchronous, and the third would never be Ready: the budget would refuse every eviction, so
+    three members keep ``/readiness``; so do asynchronous shards, which have no synchronous standby.
+    """
+    return ONLY_COMMIT_HOLDERS if plan.synchronous_standbys and plan.members == 2 else RUNNING
+
+
 def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base: Obj) -> Obj:
     """Today's shard pod template (``base``, from ``pods.db_template``) made a Patroni member of ``shard``.
 
-    Patroni's REST API decides readiness (``/readiness``: the leader, or a standby that streams)
-    and liveness (``/liveness``: its loop runs). The default drain is left out: it would end the
+    Patroni's REST API decides readiness (``readiness_path``) and liveness (``/liveness``: its loop
+    runs). The default drain is left out: it would end the
     walsenders as client sessions, and Patroni's own shutdown on SIGTERM is the drain; a
     ``drainCommand`` the user wrote is kept.
     """
@@ -97,7 +118,7 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
         *container.get("ports", []),
         {"name": PATRONI_PORT_NAME, "containerPort": PATRONI_PORT, "protocol": "TCP"},
     ]
-    container["readinessProbe"] = _http_probe("/readiness", 5, 3)
+    container["readinessProbe"] = _http_probe(readiness_path(plan), 5, 3)
     container["livenessProbe"] = {**_http_probe("/liveness", 10, 6), "initialDelaySeconds": 30}
     if spec.drain_command is None:
         container.pop("lifecycle", None)

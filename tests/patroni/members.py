@@ -142,11 +142,12 @@ class Shard:
 
 
 def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Path, folder: Path, image: str) -> Shard:
-    """The hooks' ServiceAccount, Role (exactly ``RBAC_RULES``) and RoleBinding, a token of that account, the config."""
+    """The hooks' ServiceAccount, Role (as rendered for one shard of up to three members) and RoleBinding, a token of
+    that account, the config."""
     spec = members(2)
     for obj in (
         patroni_objects.service_account(parent),
-        patroni_objects.role(parent),
+        patroni_objects.role(parent, 1, names.MAX_MEMBERS),
         patroni_objects.role_binding(parent, namespace, spec),
     ):
         response = kube.create(obj, namespace)

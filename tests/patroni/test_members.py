@@ -9,7 +9,7 @@ import json
 import shlex
 from pathlib import Path
 
-from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE, ROLE_LABEL
+from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE, ROLE_LABEL, SCOPE_LABEL
 from hooks.replication.health import MemberState, member_states
 from hooks.replication.marks import Failover, MemberPod
 
@@ -59,6 +59,21 @@ def test_the_members_account_is_refused_what_the_hooks_role_does_not_grant(shard
         assert client.get(f"{base}/endpoints").status_code == 403
         assert client.delete(f"{base}/configmaps/{shard.scope}-leader").status_code == 403
         assert client.delete(f"{base}/pods/{leader.name}").status_code == 403
+
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+def test_the_members_account_may_patch_only_its_own_sharddbs_pods_and_configmaps(shard: Shard, leader: Member) -> None:
+    """Patroni runs on the Role's names alone (it holds the leader lock), and another ShardDB's names are refused."""
+    wait_for(f"{leader.name} holds {shard.scope}-leader", lambda: shard.holder("leader") == leader.name, [leader])
+    base = f"/api/v1/namespaces/{shard.namespace}"
+    relabel = {"metadata": {"labels": {SCOPE_LABEL: shard.scope, ROLE_LABEL: LEADER_LABEL_VALUE}}}
+    with shard.as_members() as client:
+        assert client.patch(f"{base}/pods/other-db-0-0", json=relabel, headers=MERGE).status_code == 403
+        assert client.patch(f"{base}/configmaps/other-db-0-leader", json={}, headers=MERGE).status_code == 403
+        assert client.get(f"{base}/configmaps/other-db-0-config").status_code == 403
+        assert client.patch(f"{base}/pods/{leader.name}", json={}, headers=MERGE).status_code == 200
 
 
 # --- what the hooks read of the members' marks, held to real Patroni -------------------------------------

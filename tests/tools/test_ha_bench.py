@@ -88,7 +88,7 @@ def test_the_members_steps_are_a_folder_of_files_one_per_step_in_their_order() -
     folder = Path(__file__).resolve().parents[2] / FOLDER
     steps = sorted(path.name for path in folder.glob("test_*.py"))
     assert steps[0] == "test_01_bring_up.py"
-    assert steps[-1] == "test_13_deletion.py"
+    assert steps[-1] == "test_15_deletion.py"
     assert [int(name.split("_")[1]) for name in steps] == list(range(1, len(steps) + 1))
 
 

@@ -54,10 +54,74 @@ def test_a_patroni_object_among_the_children_is_a_bug(kind: str, name: str) -> N
 
 
 def test_the_role_grants_only_what_patronis_kubernetes_dcs_calls() -> None:
-    assert one(rendered(), "Role", "demo-patroni")["rules"] == [
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "patch", "watch"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch", "watch"]},
+    rules = one(rendered(), "Role", "demo-patroni")["rules"]
+    granted = {(rule["resources"][0], verb) for rule in rules for verb in rule["verbs"]}
+    assert (
+        granted
+        == {(resource, verb) for resource, verbs in patroni_objects.RBAC_RULES for verb in verbs}
+        == {("configmaps", verb) for verb in ("create", "get", "list", "patch", "watch")}
+        | {("pods", verb) for verb in ("list", "patch", "watch")}
+    )
+
+
+def test_the_role_grants_what_kubernetes_checks_by_name_only_on_the_sharddbs_own_names() -> None:
+    rules = one(rendered(), "Role", "demo-patroni")["rules"]
+    named = {rule["resources"][0]: rule for rule in rules if "resourceNames" in rule}
+    assert named["pods"]["verbs"] == ["patch"]
+    assert named["pods"]["resourceNames"] == ["demo-db-0-0", "demo-db-0-1", "demo-db-1-0", "demo-db-1-1"]
+    assert named["configmaps"]["verbs"] == ["get", "patch"]
+    assert named["configmaps"]["resourceNames"] == [
+        f"demo-db-{shard}-{suffix}" for shard in (0, 1) for suffix in ("leader", "config", "sync", "failover")
     ]
+
+
+def test_the_role_grants_by_kind_only_the_verbs_kubernetes_never_checks_by_name() -> None:
+    rules = one(rendered(), "Role", "demo-patroni")["rules"]
+    nameless = {verb for rule in rules if "resourceNames" not in rule for verb in rule["verbs"]}
+    assert nameless == {"create", "list", "watch"}
+
+
+def test_the_role_names_a_third_member_and_a_new_shard_as_they_are_added() -> None:
+    rules = one(rendered(members(3), Plan(3, True), shards=3), "Role", "demo-patroni")["rules"]
+    pods = next(rule for rule in rules if rule.get("resourceNames") and rule["resources"] == ["pods"])
+    assert pods["resourceNames"] == [f"demo-db-{shard}-{member}" for shard in range(3) for member in range(3)]
+
+
+# --- who reaches a member -----------------------------------------------------------------------------------
+
+
+def test_each_shard_gets_a_network_policy_selecting_its_members() -> None:
+    objects = rendered()
+    for shard in (0, 1):
+        policy = one(objects, "NetworkPolicy", f"demo-db-{shard}")
+        assert (
+            policy["spec"]["podSelector"]["matchLabels"]
+            == statefulset(objects, shard)["spec"]["selector"]["matchLabels"]
+        )
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+
+
+def test_patronis_rest_api_is_reachable_only_from_the_shards_own_members() -> None:
+    objects = rendered()
+    policy = one(objects, "NetworkPolicy", "demo-db-0")
+    api = [rule for rule in policy["spec"]["ingress"] if {"protocol": "TCP", "port": 8008} in rule["ports"]]
+    assert api == [
+        {
+            "from": [{"podSelector": {"matchLabels": statefulset(objects, 0)["spec"]["selector"]["matchLabels"]}}],
+            "ports": [{"protocol": "TCP", "port": 8008}],
+        }
+    ]
+
+
+def test_postgresqls_port_stays_open_to_every_client_it_asks_a_password_of() -> None:
+    policy = one(rendered(), "NetworkPolicy", "demo-db-0")
+    assert {"ports": [{"protocol": "TCP", "port": 5432}]} in policy["spec"]["ingress"]
+
+
+def test_no_other_port_of_a_member_is_reachable() -> None:
+    policy = one(rendered(), "NetworkPolicy", "demo-db-0")
+    ports = {port["port"] for rule in policy["spec"]["ingress"] for port in rule["ports"]}
+    assert ports == {5432, 8008}
 
 
 def test_the_member_pods_run_as_the_account_the_role_is_bound_to() -> None:
@@ -175,7 +239,7 @@ def test_every_list_the_merge_replaces_whole_is_rendered_as_stored() -> None:
     objects = rendered()
     role_obj, binding = one(objects, "Role", "demo-patroni"), one(objects, "RoleBinding", "demo-patroni")
     for rule in role_obj["rules"]:
-        assert set(rule) == {"apiGroups", "resources", "verbs"}
+        assert {"apiGroups", "resources", "verbs"} <= set(rule) <= {"apiGroups", "resources", "resourceNames", "verbs"}
     assert set(binding["subjects"][0]) == {"kind", "name", "namespace"}
     pod = statefulset(objects)["spec"]["template"]["spec"]
     (volume,) = [v for v in pod["volumes"] if v["name"] == patroni_config.CONFIG_VOLUME]

@@ -13,6 +13,7 @@ from typing import Any
 from hooks import pod_templates
 from hooks.replication import config as patroni_config
 from hooks.replication import template as member_pods
+from hooks.replication.shape import Plan
 
 from ...support.replication import TWO, container, members, rendered, spec, statefulset
 
@@ -87,7 +88,7 @@ def test_the_users_env_replaces_ours_of_the_same_name() -> None:
 
 def test_patronis_rest_api_decides_readiness_and_liveness() -> None:
     db = container(rendered())
-    assert db["readinessProbe"]["httpGet"] == {"path": "/readiness", "port": "patroni", "scheme": "HTTP"}
+    assert db["readinessProbe"]["httpGet"]["port"] == "patroni"
     assert db["livenessProbe"]["httpGet"]["path"] == "/liveness"
     assert {"name": "patroni", "containerPort": 8008, "protocol": "TCP"} in db["ports"]
 
@@ -106,3 +107,18 @@ def test_the_base_template_is_not_changed() -> None:
     before = copy.deepcopy(base)
     member_pods.member_template("demo", 0, members(2), TWO, base)
     assert base == before
+
+
+def test_two_synchronous_members_are_ready_only_as_the_primary_or_its_synchronous_standby() -> None:
+    db = container(rendered())
+    assert db["readinessProbe"]["httpGet"] == {"path": "/read-only-sync", "port": "patroni", "scheme": "HTTP"}
+
+
+def test_three_members_are_ready_as_any_running_member_so_the_budget_lets_one_go() -> None:
+    db = container(rendered(members(3), Plan(3, True)))
+    assert db["readinessProbe"]["httpGet"]["path"] == "/readiness"
+
+
+def test_asynchronous_members_are_ready_as_any_running_member() -> None:
+    db = container(rendered(members(2, synchronous=False), Plan(2, False)))
+    assert db["readinessProbe"]["httpGet"]["path"] == "/readiness"

@@ -19,8 +19,9 @@ from testbed.real.audit import Write
 from ...support.sharddbs import wait_until
 from ..installs import Install, Obj
 from ..invariants import Kept, Report, Seen
+from ..poller import LABEL as POLLER_LABEL
 from ..poller import Answer, Poller, longest_wait
-from ..writers import Target, Writers
+from ..writers import LABEL, Target, Writers
 from .shard import (
     NAME,
     NAMESPACE,
@@ -379,3 +380,42 @@ def report_node_lost(report: Report, what: str, step: NodeLost) -> None:
         f"{'never' if first is None else f'{first - step.since:+.1f} s'}; old primary's Patroni: "
         f"{step.old_patroni or '-'}; polled {watched(polled)}"
     )
+
+
+# --- a drain, as a person runs it -----------------------------------------------------------------------------
+
+
+def disruptions(install: Install, mark: int, since: float) -> str:
+    """Every pod evicted or deleted anywhere from ``mark`` on, and its answer, in seconds from ``since``."""
+    writes = install.stack.audit.since(mark, ok=False)
+    picked = [
+        f"{w.at.timestamp() - since:+.1f} {w.verb}{'/' + w.subresource if w.subresource else ''} "
+        f"{w.namespace}/{w.name} {w.code}"
+        for w in writes
+        if w.resource == "pods" and (w.subresource == "eviction" or w.verb == "delete")
+    ]
+    return "; ".join(picked[:20])
+
+
+def drain_node(install: Install, pod: Obj) -> str:
+    """``kubectl drain`` of the primary's node as a person runs it (the writers and poller left out), then
+    uncordon: the evicted member's volume is on that node (node-bound), so it returns only there. Says how long
+    it took and every pod evicted or deleted meanwhile."""
+    node = pod["spec"]["nodeName"]
+    mark = install.stack.audit.mark()
+    since = time.time()
+    began = time.monotonic()
+    command = [
+        "drain",
+        node,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        f"--pod-selector=!{LABEL},!{POLLER_LABEL}",
+    ]
+    try:
+        result = install.stack.control_plane.kubectl().run(*command, "--timeout=300s", timeout=330)
+        assert result.returncode == 0, f"kubectl drain {node} failed: {result.stderr.strip()}"
+    finally:
+        install.kubectl("uncordon", node)
+    drained = f"{node} drained in {time.monotonic() - began:.1f} s; "
+    return f"{drained}pods evicted or deleted (s from the drain's start): {disruptions(install, mark, since)}; "

@@ -1,0 +1,113 @@
+"""Closed to others: Patroni's REST API on the members answers only the shard's own members, tried as an attacker
+would from a pod of another namespace and from a pod of the ShardDB's namespace that is not a member, and the
+members' account may patch its own pods only.
+
+Each unsafe call goes to the primary's pod address, where Patroni listens; PostgreSQL's port on the same
+address is reached from the same pod, so a refused call is the policy's doing, not a broken pod network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from ..installs import Install, Obj
+from .shard import NAME, NAMESPACE, members, primary_and_replica
+
+pytestmark = pytest.mark.usefixtures("brought_up")
+
+OUTSIDER = "members-outsider"
+# Every call of Patroni's API that changes what runs, with a body that would do it.
+UNSAFE_CALLS: tuple[tuple[str, str, Obj], ...] = (
+    ("POST", "/switchover", {"leader": "PRIMARY"}),
+    ("POST", "/failover", {"candidate": "STANDBY"}),
+    ("POST", "/restart", {}),
+    ("POST", "/reinitialize", {}),
+    ("PATCH", "/config", {"pause": True}),
+    ("POST", "/failsafe", {}),
+)
+
+
+# One try of a call: the request's first answer line, or "unreachable" when no connection opens in 3 s.
+CALL = """call() {
+  local request answer
+  request=$(printf '%s %s HTTP/1.0\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n%s' \\
+    "$1" "$2" "${#3}" "$3")
+  if answer=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/8008"; printf "%s" "$1" >&3; head -n1 <&3' \\
+    "$ADDRESS" "$request" 2>/dev/null); then
+    echo "$1 $2 answered $answer"
+  else
+    echo "$1 $2 unreachable"
+  fi
+}
+"""
+
+
+def attempts(address: str, primary: str, standby: str) -> str:
+    """A bash script that makes every unsafe call at once and tries PostgreSQL's port: one line per try."""
+    lines = [f"ADDRESS={address}", CALL]
+    for method, path, body in UNSAFE_CALLS:
+        text = json.dumps(body).replace("PRIMARY", primary).replace("STANDBY", standby)
+        lines.append(f"call {method} {path} '{text}' &")
+    lines.append(
+        '( if timeout 3 bash -c \'exec 3<>"/dev/tcp/$0/5432"\' "$ADDRESS" 2>/dev/null; '
+        "then echo 'postgresql reachable'; else echo 'postgresql unreachable'; fi ) &"
+    )
+    return "\n".join([*lines, "wait"])
+
+
+def expected() -> list[str]:
+    return sorted([f"{method} {path} unreachable" for method, path, _ in UNSAFE_CALLS] + ["postgresql reachable"])
+
+
+@pytest.fixture(scope="module")
+def outsider(install: Install) -> Iterator[str]:
+    install.kubectl("create", "namespace", OUTSIDER)
+    yield OUTSIDER
+    install.kubectl("delete", "namespace", OUTSIDER, "--wait=false")
+
+
+def primary_address(install: Install) -> tuple[str, str, str]:
+    pods = members(install)
+    primary, standby = primary_and_replica(pods)
+    address = next(pod["status"]["podIP"] for pod in pods if pod["metadata"]["name"] == primary)
+    return address, primary, standby
+
+
+def tried_from(install: Install, namespace: str, name: str) -> list[str]:
+    address, primary, standby = primary_address(install)
+    phase, log = install.run_pod(name, namespace, attempts(address, primary, standby))
+    assert phase == "Succeeded", log
+    return sorted(line for line in log.splitlines() if line)
+
+
+def test_every_unsafe_call_from_another_namespace_is_refused(install: Install, outsider: str) -> None:
+    assert tried_from(install, outsider, "attacker") == expected()
+
+
+def test_every_unsafe_call_from_a_pod_of_the_namespace_that_is_not_a_member_is_refused(install: Install) -> None:
+    assert tried_from(install, NAMESPACE, "neighbour") == expected()
+
+
+def test_the_shards_members_still_reach_each_others_api(install: Install) -> None:
+    address, _, standby = primary_address(install)
+    script = f"exec 3<>/dev/tcp/{address}/8008; printf 'GET /patroni HTTP/1.0\\r\\n\\r\\n' >&3; head -n1 <&3"
+    answer = install.kubectl("exec", "-n", NAMESPACE, standby, "-c", "db", "--", "timeout", "5", "bash", "-c", script)
+    assert answer.split()[1:2] == ["200"], answer
+
+
+def can_i(install: Install, verb: str, target: str, namespace: str) -> str:
+    account = f"system:serviceaccount:{NAMESPACE}:{NAME}-patroni"
+    result = install.stack.kubectl("auth", "can-i", verb, target, "-n", namespace, f"--as={account}")
+    return result.stdout.strip()
+
+
+def test_the_members_account_may_patch_its_own_member_pods(install: Install) -> None:
+    assert can_i(install, "patch", f"pods/{NAME}-db-0-0", NAMESPACE) == "yes"
+
+
+@pytest.mark.parametrize("target", ["pods/other-db-0-0", "configmaps/other-db-0-leader", "pods/write-through-primary"])
+def test_the_members_account_is_refused_a_patch_of_another_sharddbs_objects(install: Install, target: str) -> None:
+    assert can_i(install, "patch", target, NAMESPACE) == "no"
