@@ -51,7 +51,7 @@ def drained(install: Install) -> HandOver:
     return stop_primary(
         install,
         "drain of the primary's node right after the standby's restart, 2 members",
-        "drain-after-standby-restart",
+        "restartdrain",
         lambda pod: restart_standby_then_drain(install, pod),
     )
 
