@@ -77,7 +77,8 @@ def start_clients(
     for the Service to follow the role label), and a poller on every member's address (another on ``beside``,
     if given); each writing, and each poller hearing the primary say f and the standby t. ``node``: where they run."""
     # ``label`` names the clients' pods and the writers' table: a word both a pod name and SQL take as it is.
-    assert label.isalnum() and label.islower(), f"a step's label is one lowercase word, not {label!r}"
+    assert label.isalnum(), f"a step's label is one word, not {label!r}"
+    assert label.islower(), f"a step's label is lowercase, not {label!r}"
     primary, standby = primary_and_replica(pods)
     assert primary, f"no primary to start from: {[pod['metadata']['name'] for pod in pods]}"
     assert standby, f"no replica to start from: {[pod['metadata']['name'] for pod in pods]}"
