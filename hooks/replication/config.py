@@ -48,7 +48,8 @@ class PatroniConfig:
 
     The pod's name, namespace and IP come from the downward API (PATRONI_NAME,
     PATRONI_KUBERNETES_NAMESPACE, PATRONI_KUBERNETES_POD_IP), and the passwords from the user's
-    Secret through ``spec.db.env`` (PATRONI_SUPERUSER_PASSWORD, PATRONI_REPLICATION_PASSWORD):
+    Secret through ``spec.db.env`` (``shape.CREDENTIALS``: the superuser's, the replication user's and
+    the REST API's):
     Patroni's environment overrides its file, so no secret is ever in a template.
     """
 
@@ -76,7 +77,10 @@ class PatroniConfig:
                 "leader_label_value": names.LEADER_LABEL_VALUE,
                 "follower_label_value": names.FOLLOWER_LABEL_VALUE,
             },
-            "restapi": {"listen": f"0.0.0.0:{PATRONI_PORT}"},
+            # Unsafe calls (switchover, restart, a config change) only from a member's address, and with
+            # the REST API's credentials (PATRONI_RESTAPI_USERNAME/PASSWORD, from the user's Secret);
+            # the NetworkPolicy keeps everyone else from reaching the port at all.
+            "restapi": {"listen": f"0.0.0.0:{PATRONI_PORT}", "allowlist_include_members": True},
             "bootstrap": {
                 # Read once, when a shard's cluster is first bootstrapped: hence the refusal to change it later.
                 "dcs": {

@@ -22,6 +22,16 @@ SYNCHRONOUS_FIELD = "spec.replication.synchronous"
 # libpq's password variable: refused in the members' env (``_password_refusal`` says why).
 PGPASSWORD = "PGPASSWORD"
 PGPASSWORD_FIELD = f"spec.db.env[{PGPASSWORD}]"
+# What every member needs from the user's Secret, through ``spec.db.env``: the passwords Patroni logs in to
+# PostgreSQL with (every address asks one), and the credentials its REST API asks of each unsafe call
+# (switchover, failover, restart, reinitialize, failsafe, a config change). Patroni reads each from its
+# environment; patronictl and Patroni's own calls to its peers send the REST API's.
+CREDENTIALS = (
+    "PATRONI_SUPERUSER_PASSWORD",
+    "PATRONI_REPLICATION_PASSWORD",
+    "PATRONI_RESTAPI_USERNAME",
+    "PATRONI_RESTAPI_PASSWORD",
+)
 
 
 class Engine(enum.Enum):
@@ -108,8 +118,9 @@ UNSUPPORTED = "ReplicationUnsupported"
 NAME_TOO_LONG = "ReplicationNameTooLong"
 CHANGE_REFUSED = "ReplicationChangeRefused"
 PASSWORD_REFUSED = "ReplicationPasswordRefused"
+CREDENTIALS_MISSING = "ReplicationCredentialsMissing"
 # Every reason a refusal gives: Degraded's reason, each documented (``docs/api/status.md``).
-REFUSAL_REASONS = (UNSUPPORTED, NAME_TOO_LONG, CHANGE_REFUSED, PASSWORD_REFUSED)
+REFUSAL_REASONS = (UNSUPPORTED, NAME_TOO_LONG, CHANGE_REFUSED, PASSWORD_REFUSED, CREDENTIALS_MISSING)
 
 
 @dataclass(frozen=True)
@@ -152,7 +163,7 @@ def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
     comes first, but the members are held whenever the variable is asked of them. Whatever the
     refusal, shards that exist are held (``Outcome.hold``): no template, Job or Role moves.
     """
-    outcome = _with_password(spec, observed, _decide_shape(parent, spec, observed))
+    outcome = _with_credentials(spec, observed, _with_password(spec, observed, _decide_shape(parent, spec, observed)))
     if outcome.refusal is not None and observed.has_shards:
         # A refusal changes nothing that runs: whatever else the spec asks waits with it.
         return replace(outcome, hold=True)
@@ -174,6 +185,36 @@ def _with_password(spec: ShardDBSpec, observed: Observed, outcome: Outcome) -> O
     if kept is None and spec.replication.members >= 2:
         return Outcome(None, outcome.refusal or _password_refusal(spec.replication.members))
     return outcome  # single copies: PGPASSWORD is harmless there, and the default seed reads it
+
+
+def _with_credentials(spec: ShardDBSpec, observed: Observed, outcome: Outcome) -> Outcome:
+    """``outcome``, refused when members would run without every variable of ``CREDENTIALS``.
+
+    Without them Patroni cannot log in to its own PostgreSQL nor a standby clone, and its REST API
+    takes every unsafe call from anyone who reaches it. An earlier refusal's message comes first.
+    """
+    missing = missing_credentials(spec)
+    if not missing or outcome.refusal is not None or spec.replication.members < 2:
+        return outcome
+    # The shards that exist run on as they are (``decide`` holds them); none is made otherwise.
+    return Outcome(observed.plan, _credentials_refusal(spec.replication.members, missing))
+
+
+def missing_credentials(spec: ShardDBSpec) -> tuple[str, ...]:
+    """The variables of ``CREDENTIALS`` that ``spec.db.env`` does not name (a value or a reference alike)."""
+    named = {var.get("name") for var in spec.db.env if isinstance(var, dict)}
+    return tuple(name for name in CREDENTIALS if name not in named)
+
+
+def _credentials_refusal(members: int, missing: tuple[str, ...]) -> Refusal:
+    fields = ", ".join(f"spec.db.env[{name}]" for name in missing)
+    return Refusal(
+        CREDENTIALS_MISSING,
+        f"{fields} {'is' if len(missing) == 1 else 'are'} missing, but with {MEMBERS_FIELD} {members} every "
+        "member needs them from your Secret: Patroni logs in to PostgreSQL with the superuser's and the "
+        "replication user's passwords, and its REST API takes a switchover, failover or restart only "
+        "with the REST API's username and password; shards that exist keep running as they are",
+    )
 
 
 def sets_pgpassword(spec: ShardDBSpec) -> bool:

@@ -41,7 +41,14 @@ from ..support.replication import members
 Obj = dict[str, Any]
 SECRETS_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SOCKET_DIR = "/var/run/postgresql"
-PASSWORDS = {"PATRONI_SUPERUSER_PASSWORD": "super-secret", "PATRONI_REPLICATION_PASSWORD": "replica-secret"}
+# Every credential a member needs (``shape.CREDENTIALS``), as the user's Secret would give them.
+PASSWORDS = {
+    "PATRONI_SUPERUSER_PASSWORD": "super-secret",
+    "PATRONI_REPLICATION_PASSWORD": "replica-secret",
+    "PATRONI_RESTAPI_USERNAME": "patroni",
+    "PATRONI_RESTAPI_PASSWORD": "restapi-secret",
+}
+LOCAL_CLIENT = "127.0.0.1"  # where a connection to a member's loopback address comes from
 DB_PORT = 5432  # the hooks' default spec.db.port: every member listens on it, at its own address
 
 
@@ -187,6 +194,9 @@ def member_env(shard: Shard, name: str, address: str) -> dict[str, str]:
         # The pod's own address in place of every address (the host's network is shared here).
         "PATRONI_POSTGRESQL_LISTEN": f"{address}:{DB_PORT}",
         "PATRONI_RESTAPI_LISTEN": f"{address}:{patroni_config.PATRONI_PORT}",
+        # Every local client comes from the host's loopback address here (patronictl in a member too);
+        # in a pod, patronictl calls from the member's own address, which the members' allowlist holds.
+        "PATRONI_RESTAPI_ALLOWLIST": f"['{LOCAL_CLIENT}']",
     }
 
 

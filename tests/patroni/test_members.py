@@ -9,11 +9,14 @@ import json
 import shlex
 from pathlib import Path
 
+import httpx
+
 from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE, ROLE_LABEL, SCOPE_LABEL
+from hooks.replication import config as patroni_config
 from hooks.replication.health import MemberState, member_states
 from hooks.replication.marks import Failover, MemberPod
 
-from .members import Member, Shard, wait_for
+from .members import LOCAL_CLIENT, PASSWORDS, Member, Shard, wait_for
 
 
 def test_a_lone_member_takes_the_shards_leader_lock(shard: Shard, leader: Member) -> None:
@@ -74,6 +77,35 @@ def test_the_members_account_may_patch_only_its_own_sharddbs_pods_and_configmaps
         assert client.patch(f"{base}/configmaps/other-db-0-leader", json={}, headers=MERGE).status_code == 403
         assert client.get(f"{base}/configmaps/other-db-0-config").status_code == 403
         assert client.patch(f"{base}/pods/{leader.name}", json={}, headers=MERGE).status_code == 200
+
+
+def config_patch(member: Member, *, auth: tuple[str, str] | None, source: str = LOCAL_CLIENT) -> int:
+    """A ``PATCH /config`` that changes nothing, from ``source``: its answer's status."""
+    transport = httpx.HTTPTransport(local_address=source)
+    url = f"http://{member.address}:{patroni_config.PATRONI_PORT}/config"
+    with httpx.Client(transport=transport, timeout=10) as client:
+        if auth is None:
+            return client.patch(url, json={}).status_code
+        return client.patch(url, json={}, auth=httpx.BasicAuth(*auth)).status_code
+
+
+RESTAPI = (PASSWORDS["PATRONI_RESTAPI_USERNAME"], PASSWORDS["PATRONI_RESTAPI_PASSWORD"])
+
+
+def test_an_unsafe_call_without_the_rest_apis_credentials_is_refused(leader: Member) -> None:
+    assert config_patch(leader, auth=None) == 401
+    assert config_patch(leader, auth=(RESTAPI[0], "guessed")) == 401
+
+
+def test_an_unsafe_call_with_the_rest_apis_credentials_is_answered(leader: Member) -> None:
+    assert config_patch(leader, auth=RESTAPI) == 200
+
+
+def test_an_unsafe_call_from_an_address_that_is_no_member_is_refused_even_with_the_credentials(
+    leader: Member,
+) -> None:
+    """The members' allowlist (``allowlist_include_members``): here every member and the host's loopback."""
+    assert config_patch(leader, auth=RESTAPI, source="127.0.0.9") == 403
 
 
 # --- what the hooks read of the members' marks, held to real Patroni -------------------------------------

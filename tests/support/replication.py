@@ -22,13 +22,19 @@ from hooks.replication import config as patroni_config
 from hooks.replication import objects as patroni_objects
 from hooks.replication import template as member_pods
 from hooks.replication.marks import MemberPod
+from hooks.replication.shape import CREDENTIALS as CREDENTIALS_NEEDED
 from hooks.replication.shape import Plan
 from hooks.spec import ShardDBSpec
 
 Obj = dict[str, Any]
 
 PATRONI_IMAGE = "registry.example.com/postgres-patroni:15-4.1.5"
-BASE: Obj = {"shards": 2, "dbImage": PATRONI_IMAGE, "cache": {"image": "redis:7"}}
+# Every credential a member needs (``shape.CREDENTIALS``), each from the user's Secret, as a user writes them.
+CREDENTIALS: list[Obj] = [
+    {"name": name, "valueFrom": {"secretKeyRef": {"name": "demo-patroni", "key": name.lower()}}}
+    for name in CREDENTIALS_NEEDED
+]
+BASE: Obj = {"shards": 2, "dbImage": PATRONI_IMAGE, "cache": {"image": "redis:7"}, "db": {"env": CREDENTIALS}}
 TWO = Plan(members=2, synchronous=True)
 OWNER: Obj = {
     "apiVersion": names.API_VERSION,

@@ -81,7 +81,13 @@ def asynchronous(spec: Obj) -> None:
 
 def pgpassword(spec: Obj) -> None:
     spec["dbImage"] = "registry.example.com/postgres-patroni:16-4.1.6"
-    spec["db"] = {**spec.get("db", {}), "env": [PGPASSWORD]}
+    spec["db"] = {**spec.get("db", {}), "env": [*spec.get("db", {}).get("env", []), PGPASSWORD]}
+    also_asked(spec)
+
+
+def credentials_removed(spec: Obj) -> None:
+    spec["dbImage"] = "registry.example.com/postgres-patroni:16-4.1.6"
+    spec["db"] = {**spec.get("db", {}), "env": []}
     also_asked(spec)
 
 
@@ -90,6 +96,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "members 2 to 1": lambda: Case(members_running(), fewer_members, shape.CHANGE_REFUSED),
     "synchronous to asynchronous": lambda: Case(members_running(), asynchronous, shape.CHANGE_REFUSED),
     "PGPASSWORD with members": lambda: Case(members_running(), pgpassword, shape.PASSWORD_REFUSED),
+    "members without credentials": lambda: Case(members_running(), credentials_removed, shape.CREDENTIALS_MISSING),
     "single copies to members": lambda: Case(
         single_copies_running(), members_on("registry.example.com/postgres-patroni:16-4.1.6"), shape.CHANGE_REFUSED
     ),

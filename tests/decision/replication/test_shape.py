@@ -7,6 +7,8 @@ and ``PGPASSWORD`` in the members' env. The refusals as the wired hooks report t
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
@@ -15,7 +17,7 @@ from hooks.replication import shape
 from hooks.replication.shape import SINGLE_COPY, Observed, Plan, decide
 from hooks.spec import ShardDBSpec
 
-from ...support.replication import PATRONI_IMAGE, TWO, members, spec
+from ...support.replication import CREDENTIALS, PATRONI_IMAGE, TWO, members, spec
 
 # --- the field ----------------------------------------------------------------------------------------------
 
@@ -203,5 +205,50 @@ def test_pgpassword_on_single_copies_asked_for_members_is_refused_as_a_change_an
 
 
 def test_postgres_password_with_members_is_not_refused() -> None:
-    env = [{"name": "POSTGRES_PASSWORD", "value": "x"}, {"name": "PATRONI_SUPERUSER_PASSWORD", "value": "x"}]
+    env = [{"name": "POSTGRES_PASSWORD", "value": "x"}, *CREDENTIALS]
     assert decide("demo", spec(replication={"members": 2}, db={"env": env}), Observed()) == shape.Outcome(TWO)
+
+
+# --- the credentials every member needs ------------------------------------------------------------------
+
+
+def without(*names: str) -> list[Any]:
+    return [var for var in CREDENTIALS if var["name"] not in names]
+
+
+def test_members_with_every_credential_are_not_refused() -> None:
+    assert decide("demo", spec(replication={"members": 2}), Observed()) == shape.Outcome(TWO)
+
+
+@pytest.mark.parametrize("name", shape.CREDENTIALS)
+def test_members_without_a_credential_are_refused_naming_its_field(name: str) -> None:
+    outcome = decide("demo", spec(replication={"members": 2}, db={"env": without(name)}), Observed())
+    assert outcome.refusal is not None
+    assert outcome.refusal.reason == shape.CREDENTIALS_MISSING
+    assert outcome.refusal.message.startswith(f"spec.db.env[{name}] is missing")
+
+
+def test_every_missing_credential_is_named_at_once() -> None:
+    outcome = decide("demo", spec(replication={"members": 2}, db={"env": []}), Observed())
+    assert outcome.refusal is not None
+    assert all(f"spec.db.env[{name}]" in outcome.refusal.message for name in shape.CREDENTIALS)
+
+
+def test_a_new_sharddb_refused_for_credentials_gets_no_shards() -> None:
+    assert decide("demo", spec(replication={"members": 2}, db={"env": []}), Observed()).plan is None
+
+
+def test_running_shards_refused_for_credentials_are_held_as_they_run_and_do_not_grow() -> None:
+    refused = spec(replication={"members": 3}, db={"env": without("PATRONI_RESTAPI_PASSWORD")})
+    outcome = decide("demo", refused, Observed(members=2, synchronous=True))
+    assert (outcome.plan, outcome.hold) == (TWO, True)
+
+
+def test_one_member_needs_no_patroni_credential() -> None:
+    assert decide("demo", spec(replication={"members": 1}, db={"env": []}), Observed()) == shape.Outcome(SINGLE_COPY)
+
+
+def test_a_shape_refusal_comes_before_missing_credentials() -> None:
+    outcome = decide("demo", spec(replication={"members": 1}, db={"env": []}), Observed(members=2, synchronous=True))
+    assert outcome.refusal is not None
+    assert outcome.refusal.reason == shape.CHANGE_REFUSED

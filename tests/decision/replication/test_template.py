@@ -58,8 +58,14 @@ def test_the_users_affinity_is_kept_beside_the_anti_affinity() -> None:
 
 
 def test_no_password_is_ever_in_the_template() -> None:
-    template = json.dumps(statefulset(rendered())["spec"]["template"])
-    assert "password" not in template.lower()
+    """Each credential is a reference to the user's Secret; none is a value, and the configuration names none."""
+    template = statefulset(rendered())["spec"]["template"]
+    credentials = [
+        var for var in container(rendered())["env"] if "PASSWORD" in var["name"] or "USERNAME" in var["name"]
+    ]
+    assert credentials
+    assert all(set(var) == {"name", "valueFrom"} for var in credentials)
+    assert "password" not in json.dumps(template["metadata"]["annotations"]).lower()
 
 
 def test_the_configuration_file_is_the_annotation_projected_by_the_downward_api() -> None:

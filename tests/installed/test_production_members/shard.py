@@ -19,6 +19,7 @@ SECRET = f"{NAME}-db"
 ROLE_LABEL = "mygroup.example.com/role"
 MEMBERS = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=db"
 REPLICATION_PASSWORD = "installed-tier-replication"
+RESTAPI_PASSWORD = "installed-tier-restapi"
 
 
 def sharddb() -> list[Obj]:
@@ -28,7 +29,12 @@ def sharddb() -> list[Obj]:
         "kind": "Secret",
         "metadata": {"name": SECRET, "namespace": NAMESPACE},
         "type": "Opaque",
-        "stringData": {"superuser": PASSWORD, "replication": REPLICATION_PASSWORD},
+        "stringData": {
+            "superuser": PASSWORD,
+            "replication": REPLICATION_PASSWORD,
+            "restapi-username": "patroni",
+            "restapi-password": RESTAPI_PASSWORD,
+        },
     }
 
     def from_secret(variable: str, key: str) -> Obj:
@@ -42,6 +48,8 @@ def sharddb() -> list[Obj]:
             "env": [
                 from_secret("PATRONI_SUPERUSER_PASSWORD", "superuser"),
                 from_secret("PATRONI_REPLICATION_PASSWORD", "replication"),
+                from_secret("PATRONI_RESTAPI_USERNAME", "restapi-username"),
+                from_secret("PATRONI_RESTAPI_PASSWORD", "restapi-password"),
                 from_secret("POSTGRES_PASSWORD", "superuser"),  # the default seed's login
             ]
         },

@@ -1,6 +1,6 @@
 """Closed to others: Patroni's REST API on the members answers only the shard's own members, tried as an attacker
-would from a pod of another namespace and from a pod of the ShardDB's namespace that is not a member, and the
-members' account may patch its own pods only.
+would from a pod of another namespace and from a pod of the ShardDB's namespace that is not a member; a member
+itself is asked for the REST API's credentials; and the members' account may patch its own pods only.
 
 Each unsafe call goes to the primary's pod address, where Patroni listens; PostgreSQL's port on the same
 address is reached from the same pod, so a refused call is the policy's doing, not a broken pod network.
@@ -96,6 +96,15 @@ def test_the_shards_members_still_reach_each_others_api(install: Install) -> Non
     script = f"exec 3<>/dev/tcp/{address}/8008; printf 'GET /patroni HTTP/1.0\\r\\n\\r\\n' >&3; head -n1 <&3"
     answer = install.kubectl("exec", "-n", NAMESPACE, standby, "-c", "db", "--", "timeout", "5", "bash", "-c", script)
     assert answer.split()[1:2] == ["200"], answer
+
+
+def test_an_unsafe_call_from_a_member_without_the_rest_apis_credentials_is_refused(install: Install) -> None:
+    """Past the NetworkPolicy and the members' allowlist, Patroni still asks for its credentials."""
+    address, _, standby = primary_address(install)
+    request = "POST /restart HTTP/1.0\\r\\nContent-Length: 2\\r\\n\\r\\n{}"
+    script = f"exec 3<>/dev/tcp/{address}/8008; printf '{request}' >&3; head -n1 <&3"
+    answer = install.kubectl("exec", "-n", NAMESPACE, standby, "-c", "db", "--", "timeout", "5", "bash", "-c", script)
+    assert answer.split()[1:2] == ["401"], answer
 
 
 def can_i(install: Install, verb: str, target: str, namespace: str) -> str:
