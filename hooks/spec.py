@@ -37,6 +37,7 @@ def _integral(value: object) -> object:
 Command = Annotated[list[NonEmpty], Field(min_length=1)]
 
 DEFAULT_STORAGE_SIZE = "1Gi"
+MEBIBYTE = 1024 * 1024
 # A Kubernetes quantity's syntax, as the CRD checks it (``quantity.canonical`` checks the rest).
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
@@ -312,8 +313,21 @@ class Replication(_Spec):
     members: Annotated[int, Field(ge=1, le=MAX_MEMBERS)] = 1
     # An acknowledged commit is on two members; false trades that for never waiting on a standby.
     synchronous: bool = True
+    # WAL a primary keeps for a standby that is away (its replication slot): None is a quarter of the
+    # shard's volume, so a standby stuck Pending never fills the primary's disk.
+    max_slot_wal_keep_size: Annotated[str, StringConstraints(min_length=1, pattern=QUANTITY_PATTERN)] | None = Field(
+        default=None, alias="maxSlotWalKeepSize"
+    )
 
     _integral = field_validator("members", mode="before")(_integral)
+
+    @field_validator("max_slot_wal_keep_size")
+    @classmethod
+    def _wal_quantity(cls, value: str | None) -> str | None:
+        """At least 1Mi: PostgreSQL counts it in whole megabytes, and 0 would drop a standby's slot at once."""
+        if value is not None and quantity.parse(value) < MEBIBYTE:
+            raise ValueError("must be at least 1Mi")
+        return value
 
 
 class ShardDBSpec(_Spec):

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .. import names
+from .. import names, quantity
+from ..spec import MEBIBYTE, ShardDBSpec
 
 Obj = dict[str, Any]
 
@@ -58,6 +59,8 @@ class PatroniConfig:
     port: int
     data_path: str
     synchronous: bool
+    # WAL kept for replication slots, in whole megabytes (``slot_wal_keep_mb``).
+    max_slot_wal_keep_mb: int = 256
 
     @property
     def scope(self) -> str:
@@ -104,6 +107,9 @@ class PatroniConfig:
             },
             "postgresql": {
                 "listen": f"0.0.0.0:{self.port}",
+                # A slot keeps WAL for a standby that is away; past this bound the primary lets it go and
+                # the standby catches up by cloning anew, rather than the primary's volume filling.
+                "parameters": {"max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB"},
                 "data_dir": f"{data}/pgdata",
                 # On the volume: the root filesystem may be read-only.
                 "pgpass": f"{data}/pgpass",
@@ -124,3 +130,14 @@ class PatroniConfig:
     def as_text(self) -> str:
         """JSON, which Patroni reads as YAML; keys sorted, so the template is the same bytes every time."""
         return json.dumps(self.as_dict(), indent=2, sort_keys=True)
+
+
+def slot_wal_keep_mb(spec: ShardDBSpec) -> int:
+    """``spec.replication.maxSlotWalKeepSize`` in whole megabytes (rounded down), else a quarter of the shard's volume.
+
+    The volume holds the data and ``pg_wal`` together: a quarter leaves the data room while a
+    standby is away for as long as that much WAL takes to write.
+    """
+    asked = spec.replication.max_slot_wal_keep_size
+    size = quantity.parse(asked) if asked is not None else quantity.parse(spec.storage.size) / 4
+    return max(1, int(size // MEBIBYTE))

@@ -20,6 +20,7 @@ from .config import (
     PATRONI_PORT,
     PATRONI_PORT_NAME,
     PatroniConfig,
+    slot_wal_keep_mb,
 )
 from .shape import Plan
 
@@ -104,7 +105,7 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     ``drainCommand`` the user wrote is kept.
     """
     template: Obj = json.loads(json.dumps(base))
-    config = PatroniConfig(parent, shard, spec.db.port, spec.db.data_path, plan.synchronous)
+    config = PatroniConfig(parent, shard, spec.db.port, spec.db.data_path, plan.synchronous, slot_wal_keep_mb(spec))
     meta = template.setdefault("metadata", {})
     meta["labels"] = {**meta.get("labels", {}), names.SCOPE_LABEL: names.shard_name(parent, shard)}
     meta["annotations"] = {**meta.get("annotations", {}), CONFIG_ANNOTATION: config.as_text()}

@@ -46,6 +46,7 @@ DEGRADED_REASONS = frozenset(
         "NoSyncStandby",
         "NodeLost",
         "ReplicationChangeRefused",
+        "ReplicationCredentialsMissing",
         "ReplicationNameTooLong",
         "ReplicationPasswordRefused",
         "ReplicationUnsupported",

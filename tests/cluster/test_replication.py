@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hooks import kinds
 from hooks.replication import cleanup
 from hooks.replication import rollout as member_rollout
 from hooks.replication.shape import Plan
@@ -29,16 +30,10 @@ from ..support.replication import OWNER, failed_over, members, parent, rendered,
 Obj = dict[str, Any]
 
 PARENT_UID = "00000000-0000-0000-0000-000000000000"
-PATHS = {
-    "ServiceAccount": "/api/v1/namespaces/{namespace}/serviceaccounts",
-    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles",
-    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
-    "Service": "/api/v1/namespaces/{namespace}/services",
-    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
-    "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
-    "Deployment": "/apis/apps/v1/namespaces/{namespace}/deployments",
-    "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
-}
+def collection_of(kind: str, namespace: str) -> str:
+    """The REST path a child of ``kind`` is created at, from the one table of kinds."""
+    found = kinds.BY_KIND[kind]
+    return f"{found.api_prefix}/namespaces/{namespace}/{found.plural}"
 
 
 def test_every_object_for_members_is_stored_as_a_fixed_point(kube: Kube, namespace: str) -> None:
@@ -46,7 +41,7 @@ def test_every_object_for_members_is_stored_as_a_fixed_point(kube: Kube, namespa
         sent = desired_as_sent(desired, namespace, PARENT_UID)
         created = desired_as_sent(desired, namespace, PARENT_UID)
         created["metadata"].setdefault("annotations", {})[LAST_APPLIED] = serialize(sent)
-        collection = PATHS[desired["kind"]].format(namespace=namespace)
+        collection = collection_of(desired["kind"], namespace)
         response = kube.http.post(collection, json=created, params={"fieldValidation": "Strict"})
         assert response.status_code == 201, response.text
         stored = kube.http.get(f"{collection}/{desired['metadata']['name']}").json()
@@ -56,7 +51,7 @@ def test_every_object_for_members_is_stored_as_a_fixed_point(kube: Kube, namespa
 def apply(kube: Kube, namespace: str, desired: Obj) -> Obj:
     """What Metacontroller does with a child of an answer: create it, or merge it in place and put it; then read it."""
     sent = desired_as_sent(desired, namespace, PARENT_UID)
-    collection = PATHS[desired["kind"]].format(namespace=namespace)
+    collection = collection_of(desired["kind"], namespace)
     url = f"{collection}/{desired['metadata']['name']}"
     found = kube.http.get(url)
     if found.status_code == 404:

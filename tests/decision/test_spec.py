@@ -93,3 +93,10 @@ def test_a_huge_bad_value_is_not_quoted_in_full() -> None:
         spec(db={"tolerations": [{"operator": "x" * 100_000}]})
     (error,) = refused.value.errors()
     assert len(error["msg"]) <= 300
+
+
+@pytest.mark.parametrize("size", ["512Ki", "0", "-1Gi"])
+def test_a_wal_bound_under_one_mebibyte_is_refused_naming_the_field(size: str) -> None:
+    spec = {"shards": 1, "dbImage": "postgres:16", "cache": {"image": "redis:7"}}
+    with pytest.raises(ValidationError, match="maxSlotWalKeepSize"):
+        ShardDBSpec.model_validate({**spec, "replication": {"members": 2, "maxSlotWalKeepSize": size}})

@@ -90,3 +90,21 @@ def test_every_address_needs_a_password() -> None:
     rules = config(rendered())["postgresql"]["pg_hba"]
     assert all(rule.endswith(" scram-sha-256") for rule in rules if rule.startswith("host"))
     assert [rule for rule in rules if not rule.startswith("host")] == ["local all all trust"]
+
+
+# --- Patroni's REST API and the WAL kept for an absent standby ----------------------------------------------
+
+
+def test_patronis_rest_api_takes_an_unsafe_call_only_from_a_members_address() -> None:
+    assert config(rendered())["restapi"]["allowlist_include_members"] is True
+
+
+def test_the_wal_kept_for_an_absent_standby_is_a_quarter_of_the_volume_by_default() -> None:
+    default = config(rendered())["postgresql"]["parameters"]["max_slot_wal_keep_size"]
+    larger = config(rendered(spec(replication={"members": 2}, storage={"size": "10Gi"})))
+    assert (default, larger["postgresql"]["parameters"]["max_slot_wal_keep_size"]) == ("256MB", "2560MB")
+
+
+def test_the_wal_kept_for_an_absent_standby_is_what_the_spec_asks_in_whole_megabytes() -> None:
+    asked = spec(replication={"members": 2, "maxSlotWalKeepSize": "1.5Gi"})
+    assert config(rendered(asked))["postgresql"]["parameters"]["max_slot_wal_keep_size"] == "1536MB"

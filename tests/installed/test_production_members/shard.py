@@ -128,8 +128,13 @@ def leader_changes(install: Install) -> int:
     return len(history)
 
 
-def patroni_says(install: Install, pod: str, since: float) -> str:
-    """What ``pod``'s Patroni logged of roles from ``since`` on, each line timed from it: its side of a hand-over."""
+# The HTTP client's own words on a failed call to the API server: noise between Patroni's statements
+# (the URL it names, ``.../ha-db-0-leader``, would match a word below).
+CLIENT_NOISE = ("Retrying (Retry(", "Request to server ")
+
+
+def patroni_said(install: Install, pod: str, since: float) -> list[tuple[float, str, int]]:
+    """What ``pod``'s Patroni logged of roles from ``since`` on: (seconds from it, the line, times in a row)."""
     log = install.kubectl("logs", "-n", NAMESPACE, pod, "-c", "db", "--timestamps", check=False)
     words = ("leader", "promot", "demot", "shut", "lock", "following", "failsafe", "dcs")
     picked: list[tuple[float, str, int]] = []
@@ -142,11 +147,19 @@ def patroni_says(install: Install, pod: str, since: float) -> str:
         if text.startswith((" ", "\t", "Traceback")):
             continue  # a traceback's lines: its last line says what failed
         said = text.strip().split(": ", 1)[-1]  # without Patroni's own timestamp and level
+        if said.startswith(CLIENT_NOISE):
+            continue
         if at >= since - 1 and any(word in said.lower() for word in words):
             if picked and picked[-1][1] == said:
                 picked[-1] = (picked[-1][0], said, picked[-1][2] + 1)  # a line Patroni repeats every loop
             else:
                 picked.append((at - since, said, 1))
+    return picked
+
+
+def patroni_says(install: Install, pod: str, since: float) -> str:
+    """``patroni_said``'s first ten lines, each timed from ``since``: its side of a hand-over, for a report."""
+    picked = patroni_said(install, pod, since)
     return " | ".join(f"{at:+.1f} {said[:110]}{f' (x{n})' if n > 1 else ''}" for at, said, n in picked[:10])
 
 
