@@ -167,6 +167,8 @@ STANDBY = "standby"
 # cluster, never from a status that may lag (``replication.shape.Observed.from_annotations``).
 MEMBERS_ANNOTATION = f"{GROUP}/members"
 SYNCHRONOUS_ANNOTATION = f"{GROUP}/synchronous"
+# Set only on shards made strict, so every other shard's StatefulSet keeps the bytes it had.
+STRICT_ANNOTATION = f"{GROUP}/strict"
 
 # Patroni's kubernetes DCS (patroni/dcs/kubernetes.py, 4.1): the members of a scope are the pods
 # matching its ``labels`` plus ``scope_label=<scope>``; it patches its own pod's ``role_label`` to

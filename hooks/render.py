@@ -144,7 +144,8 @@ def replication_status(plan: shape.Plan, health: tuple[tuple[int, ShardHealth], 
         if each.last_failover is not None:
             entry["lastFailover"] = _failover_status(each.last_failover)
         shards.append(entry)
-    return {"members": plan.members, "synchronous": plan.synchronous, "shards": shards}
+    shape = {"members": plan.members, "synchronous": plan.synchronous, "shards": shards}
+    return {**shape, "strict": True} if plan.strict else shape
 
 
 def _member_status(member: MemberState) -> Obj:

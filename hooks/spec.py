@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from . import names, quantity
@@ -313,6 +313,8 @@ class Replication(_Spec):
     members: Annotated[int, Field(ge=1, le=MAX_MEMBERS)] = 1
     # An acknowledged commit is on two members; false trades that for never waiting on a standby.
     synchronous: bool = True
+    # Writes wait while no synchronous standby runs, rather than go on with one copy (Patroni's strict mode).
+    strict: bool = False
     # WAL a primary keeps for a standby that is away (its replication slot): None is a quarter of the
     # shard's volume, so a standby stuck Pending never fills the primary's disk.
     max_slot_wal_keep_size: Annotated[str, StringConstraints(min_length=1, pattern=QUANTITY_PATTERN)] | None = Field(
@@ -320,6 +322,13 @@ class Replication(_Spec):
     )
 
     _integral = field_validator("members", mode="before")(_integral)
+
+    @model_validator(mode="after")
+    def _strict_is_synchronous(self) -> Replication:
+        """Strict is a kind of synchronous: asked of asynchronous members it would mean nothing, so it is refused."""
+        if self.strict and not self.synchronous:
+            raise ValueError("spec.replication.strict needs spec.replication.synchronous true")
+        return self
 
     @field_validator("max_slot_wal_keep_size")
     @classmethod

@@ -61,6 +61,7 @@ class PatroniConfig:
     synchronous: bool
     # WAL kept for replication slots, in whole megabytes (``slot_wal_keep_mb``).
     max_slot_wal_keep_mb: int = 256
+    strict: bool = False
 
     @property
     def scope(self) -> str:
@@ -92,10 +93,10 @@ class PatroniConfig:
                     "retry_timeout": RETRY_TIMEOUT,
                     "maximum_lag_on_failover": MAXIMUM_LAG_ON_FAILOVER,
                     "synchronous_mode": self.synchronous,
-                    # Not strict: with its only standby gone, the primary drops it from
-                    # synchronous_standby_names and writes go on, rather than hang until a person
-                    # acts (cloudnative-pg#5257). Only the synchronous standby is ever promoted.
-                    "synchronous_mode_strict": False,
+                    # Not strict unless asked: with its only standby gone, the primary drops it from
+                    # synchronous_standby_names and writes go on, rather than hang until a standby is
+                    # back (cloudnative-pg#5257). Only the synchronous standby is ever promoted.
+                    "synchronous_mode_strict": self.strict,
                     # The API server unreachable but every member answering Patroni's REST API: the
                     # primary keeps serving instead of demoting after retry_timeout. A primary that
                     # cannot reach its standby either still demotes, so it stays fenced.

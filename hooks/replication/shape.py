@@ -19,6 +19,7 @@ from ..spec import ShardDBSpec
 
 MEMBERS_FIELD = "spec.replication.members"
 SYNCHRONOUS_FIELD = "spec.replication.synchronous"
+STRICT_FIELD = "spec.replication.strict"
 # libpq's password variable: refused in the members' env (``_password_refusal`` says why).
 PGPASSWORD = "PGPASSWORD"
 PGPASSWORD_FIELD = f"spec.db.env[{PGPASSWORD}]"
@@ -60,6 +61,7 @@ class Plan:
 
     members: int
     synchronous: bool
+    strict: bool = False  # synchronous only: writes wait while no synchronous standby runs
 
     @property
     def patroni(self) -> bool:
@@ -87,6 +89,7 @@ class Observed:
     single_copy: bool = False
     members: int | None = None
     synchronous: bool | None = None
+    strict: bool = False
 
     @property
     def has_shards(self) -> bool:
@@ -96,7 +99,7 @@ class Observed:
     def plan(self) -> Plan | None:
         """The shape the shards have now; None when no shard exists."""
         if self.members is not None:
-            return Plan(self.members, bool(self.synchronous))
+            return Plan(self.members, bool(self.synchronous), self.strict)
         return SINGLE_COPY if self.single_copy else None
 
     @staticmethod
@@ -111,7 +114,8 @@ class Observed:
         if not members:
             return Observed(single_copy=single_copy)
         synchronous = any(each.get(names.SYNCHRONOUS_ANNOTATION) == "true" for each in annotations)
-        return Observed(single_copy=single_copy, members=max(members), synchronous=synchronous)
+        strict = any(each.get(names.STRICT_ANNOTATION) == "true" for each in annotations)
+        return Observed(single_copy=single_copy, members=max(members), synchronous=synchronous, strict=strict)
 
 
 UNSUPPORTED = "ReplicationUnsupported"
@@ -146,10 +150,11 @@ class Outcome:
 
 def record(plan: Plan) -> dict[str, str]:
     """The annotations a per-shard StatefulSet carries, read back by ``Observed.from_annotations``."""
-    return {
+    recorded = {
         names.MEMBERS_ANNOTATION: str(plan.members),
         names.SYNCHRONOUS_ANNOTATION: "true" if plan.synchronous else "false",
     }
+    return {**recorded, names.STRICT_ANNOTATION: "true"} if plan.strict else recorded
 
 
 def decide(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
@@ -246,7 +251,9 @@ def _password_refusal(members: int) -> Refusal:
 
 def _decide_shape(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome:
     """``decide`` for the shape alone: the engine, the name's length and changes of members or synchronous."""
-    asked = Plan(spec.replication.members, spec.replication.synchronous if spec.replication.members >= 2 else False)
+    replicated = spec.replication.members >= 2
+    synchronous = spec.replication.synchronous and replicated
+    asked = Plan(spec.replication.members, synchronous, spec.replication.strict and synchronous)
     kept = observed.plan
     if asked.patroni and engine(spec.db_image) is not Engine.POSTGRESQL:
         return Outcome(
@@ -275,7 +282,11 @@ def _decide_shape(parent: str, spec: ShardDBSpec, observed: Observed) -> Outcome
 
 def _grows_safely(kept: Plan, asked: Plan) -> bool:
     """2 → 3 adds a standby that Patroni clones from the primary: no member's data is touched."""
-    return kept.patroni and asked.members > kept.members and asked.synchronous == kept.synchronous
+    return (
+        kept.patroni
+        and asked.members > kept.members
+        and (asked.synchronous, asked.strict) == (kept.synchronous, kept.strict)
+    )
 
 
 def _change_refused(kept: Plan, asked: Plan) -> Refusal:
@@ -295,9 +306,13 @@ def _change_refused(kept: Plan, asked: Plan) -> Refusal:
             f"exist: {why}; the shards keep {kept.members} member{'s' if kept.members > 1 else ''} "
             "and every volume is kept",
         )
+    field, was, now = (
+        (SYNCHRONOUS_FIELD, kept.synchronous, asked.synchronous)
+        if kept.synchronous != asked.synchronous
+        else (STRICT_FIELD, kept.strict, asked.strict)
+    )
     return Refusal(
         CHANGE_REFUSED,
-        f"{SYNCHRONOUS_FIELD} may not change from {str(kept.synchronous).lower()} to "
-        f"{str(asked.synchronous).lower()} once the shards exist: Patroni reads it only when a shard's "
-        "cluster is first bootstrapped",
+        f"{field} may not change from {str(was).lower()} to {str(now).lower()} once the shards exist: "
+        "Patroni reads it only when a shard's cluster is first bootstrapped",
     )

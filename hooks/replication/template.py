@@ -105,7 +105,9 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     ``drainCommand`` the user wrote is kept.
     """
     template: Obj = json.loads(json.dumps(base))
-    config = PatroniConfig(parent, shard, spec.db.port, spec.db.data_path, plan.synchronous, slot_wal_keep_mb(spec))
+    config = PatroniConfig(
+        parent, shard, spec.db.port, spec.db.data_path, plan.synchronous, slot_wal_keep_mb(spec), plan.strict
+    )
     meta = template.setdefault("metadata", {})
     meta["labels"] = {**meta.get("labels", {}), names.SCOPE_LABEL: names.shard_name(parent, shard)}
     meta["annotations"] = {**meta.get("annotations", {}), CONFIG_ANNOTATION: config.as_text()}

@@ -30,6 +30,8 @@ from ..support.replication import OWNER, failed_over, members, parent, rendered,
 Obj = dict[str, Any]
 
 PARENT_UID = "00000000-0000-0000-0000-000000000000"
+
+
 def collection_of(kind: str, namespace: str) -> str:
     """The REST path a child of ``kind`` is created at, from the one table of kinds."""
     found = kinds.BY_KIND[kind]

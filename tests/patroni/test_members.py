@@ -80,15 +80,16 @@ def test_the_members_account_may_patch_only_its_own_sharddbs_pods_and_configmaps
 
 
 def config_patch(member: Member, *, auth: tuple[str, str] | None, source: str = LOCAL_CLIENT) -> int:
-    """A ``PATCH /config`` that changes nothing, from ``source``: its answer's status."""
+    """A ``PATCH /config`` that changes nothing (``ttl`` as it is), from ``source``: its answer's status."""
     transport = httpx.HTTPTransport(local_address=source)
     url = f"http://{member.address}:{patroni_config.PATRONI_PORT}/config"
     with httpx.Client(transport=transport, timeout=10) as client:
         if auth is None:
-            return client.patch(url, json={}).status_code
-        return client.patch(url, json={}, auth=httpx.BasicAuth(*auth)).status_code
+            return client.patch(url, json=SAME).status_code
+        return client.patch(url, json=SAME, auth=httpx.BasicAuth(*auth)).status_code
 
 
+SAME = {"ttl": patroni_config.TTL}
 RESTAPI = (PASSWORDS["PATRONI_RESTAPI_USERNAME"], PASSWORDS["PATRONI_RESTAPI_PASSWORD"])
 
 

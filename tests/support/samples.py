@@ -59,7 +59,7 @@ EVERY_FIELD: Obj = {
         port=6380,
     ),
     "storage": {"size": "5Gi", "storageClassName": "fast"},
-    "replication": {"members": 2, "synchronous": False, "maxSlotWalKeepSize": "512Mi"},
+    "replication": {"members": 2, "synchronous": False, "maxSlotWalKeepSize": "512Mi", "strict": False},
     "seedCommand": ["sh", "-c", "echo seeded"],
     "seedTimeoutSeconds": 600,
     "drainCommand": ["sh", "-c", "echo drained"],

@@ -108,3 +108,9 @@ def test_the_wal_kept_for_an_absent_standby_is_a_quarter_of_the_volume_by_defaul
 def test_the_wal_kept_for_an_absent_standby_is_what_the_spec_asks_in_whole_megabytes() -> None:
     asked = spec(replication={"members": 2, "maxSlotWalKeepSize": "1.5Gi"})
     assert config(rendered(asked))["postgresql"]["parameters"]["max_slot_wal_keep_size"] == "1536MB"
+
+
+def test_a_strict_shard_tells_patroni_to_hold_writes_without_a_synchronous_standby() -> None:
+    strict = Plan(2, True, strict=True)
+    dcs = config(rendered(spec(replication={"members": 2, "strict": True}), strict))["bootstrap"]["dcs"]
+    assert (dcs["synchronous_mode"], dcs["synchronous_mode_strict"]) == (True, True)

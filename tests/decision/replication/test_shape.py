@@ -7,6 +7,7 @@ and ``PGPASSWORD`` in the members' env. The refusals as the wired hooks report t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -117,6 +118,55 @@ def test_synchronous_is_fixed_once_the_shards_exist() -> None:
     assert outcome.plan == TWO
     assert outcome.refusal is not None
     assert outcome.refusal.message.startswith("spec.replication.synchronous may not change from true to false")
+
+
+# --- strict: writes wait rather than rest on one copy -------------------------------------------------------
+
+STRICT = Plan(2, True, strict=True)
+
+
+def strict(members_count: int = 2, value: bool = True) -> ShardDBSpec:
+    return spec(replication={"members": members_count, "strict": value})
+
+
+def test_members_are_not_strict_by_default() -> None:
+    assert decide("demo", members(2), Observed()).plan == TWO
+
+
+def test_strict_members_are_planned_strict() -> None:
+    assert decide("demo", strict(), Observed()).plan == STRICT
+
+
+def test_strict_is_refused_on_asynchronous_members_naming_the_field() -> None:
+    with pytest.raises(
+        ValidationError, match=re.escape("spec.replication.strict needs spec.replication.synchronous true")
+    ):
+        spec(replication={"members": 2, "synchronous": False, "strict": True})
+
+
+@pytest.mark.parametrize(("was", "asked"), [(False, True), (True, False)])
+def test_strict_is_fixed_once_the_shards_exist(was: bool, asked: bool) -> None:
+    outcome = decide("demo", strict(value=asked), Observed(members=2, synchronous=True, strict=was))
+    assert outcome.plan == Plan(2, True, strict=was)
+    assert outcome.refusal is not None
+    assert outcome.refusal.message.startswith(
+        f"spec.replication.strict may not change from {str(was).lower()} to {str(asked).lower()}"
+    )
+
+
+def test_strict_members_grow_to_three_and_stay_strict() -> None:
+    outcome = decide("demo", strict(3), Observed(members=2, synchronous=True, strict=True))
+    assert (outcome.plan, outcome.refusal) == (Plan(3, True, strict=True), None)
+
+
+def test_strict_is_recorded_on_the_statefulset_and_read_back() -> None:
+    recorded = shape.record(STRICT)
+    assert recorded[names.STRICT_ANNOTATION] == "true"
+    assert Observed.from_annotations(False, [recorded]).plan == STRICT
+
+
+def test_a_shard_that_is_not_strict_records_nothing_new() -> None:
+    assert names.STRICT_ANNOTATION not in shape.record(TWO)
 
 
 def test_an_unchanged_shape_is_not_refused() -> None:
