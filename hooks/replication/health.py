@@ -56,10 +56,12 @@ class MemberState:
 def member_states(members: list[MemberPod]) -> tuple[MemberState, ...]:
     """The live members, by name, each standby's lag measured against the one live pod labelled primary.
 
-    Two pods labelled primary leave every lag unknown: which one the standbys follow is not known.
+    Two pods labelled primary leave every lag unknown: which one the standbys follow is not known
+    (unless one's label is stale: ``stale_primaries``).
     """
     live = sorted((member for member in members if not member.deleting), key=lambda member: member.name)
-    primaries = [member for member in live if member.role == names.LEADER_LABEL_VALUE]
+    stale = stale_primaries(live)
+    primaries = [member for member in live if member.role == names.LEADER_LABEL_VALUE and member.name not in stale]
     head = primaries[0].xlog_location if len(primaries) == 1 else None
     return tuple(
         MemberState(
@@ -112,16 +114,38 @@ def shard_health(
     """Ready: one primary, Ready and running, and, when synchronous, a Ready standby streaming as its sync standby.
 
     Two pods labelled primary (a label lags a failover by a loop of Patroni's) is never ready: the
-    status names both, and nothing is routed by the readiness of one of them. Every answer carries
-    each member's state and the last failover, which readiness does not read.
+    status names both, and nothing is routed by the readiness of one of them; unless one of them
+    runs on an older timeline than the other (``stale_primaries``), which is then no primary at all.
+    Every answer carries each member's state and the last failover, which readiness does not read.
     """
     return replace(
         _readiness(shard, plan, members, sync_record), members=member_states(members), last_failover=last_failover
     )
 
 
+def stale_primaries(members: list[MemberPod]) -> frozenset[str]:
+    """Members still labelled primary on an older timeline than another member labelled primary.
+
+    A primary cut off from the API server (its node powered off or partitioned) cannot take its own
+    label off, and keeps it until its pod is gone; the member Patroni promoted in its place runs on
+    the next timeline. Only a label whose timeline every labelled member has written is judged:
+    two on the same timeline, or one unknown, stay two primaries.
+    """
+    labelled = [member for member in members if member.role == names.LEADER_LABEL_VALUE]
+    timelines = [member.timeline for member in labelled]
+    if len(labelled) < 2 or any(timeline is None for timeline in timelines):
+        return frozenset()
+    newest = max(timeline for timeline in timelines if timeline is not None)
+    current = [member for member in labelled if member.timeline == newest]
+    if len(current) != 1:
+        return frozenset()
+    return frozenset(member.name for member in labelled if member.timeline != newest)
+
+
 def _readiness(shard: str, plan: Plan, members: list[MemberPod], sync_record: SyncRecord) -> ShardHealth:
     live = [member for member in members if not member.deleting]
+    stale = stale_primaries(live)
+    live = [member for member in live if member.name not in stale]
     primaries = sorted(member.name for member in live if member.role == names.LEADER_LABEL_VALUE)
     if len(primaries) > 1:
         return ShardHealth(False, TWO_PRIMARIES, f"shard {shard}: {' and '.join(primaries)} are both labelled primary")

@@ -46,6 +46,30 @@ def test_two_pods_labelled_primary_are_never_ready_and_both_are_named() -> None:
     assert "demo-db-0-0 and demo-db-0-1" in seen.message
 
 
+def test_a_primary_label_left_on_an_older_timeline_is_no_primary() -> None:
+    """The old primary's node is gone with its label; Patroni promoted the standby onto the next timeline."""
+    old, new = primary(timeline=1), primary("demo-db-0-1", timeline=2)
+    seen = health([old, new], SyncRecord(leader="demo-db-0-1"))
+    assert (seen.ready, seen.reason, seen.primary) == (False, "NoSyncStandby", "demo-db-0-1")
+
+
+def test_two_pods_labelled_primary_on_one_timeline_are_two_primaries() -> None:
+    seen = health([primary(timeline=2), primary("demo-db-0-1", timeline=2)])
+    assert seen.reason == "TwoPrimaries"
+
+
+def test_two_pods_labelled_primary_with_a_timeline_unknown_are_two_primaries() -> None:
+    seen = health([primary(timeline=1), primary("demo-db-0-1")])
+    assert seen.reason == "TwoPrimaries"
+
+
+def test_a_standby_of_the_newer_primary_makes_the_shard_ready_beside_a_stale_label() -> None:
+    old, new = primary(timeline=1), primary("demo-db-0-1", timeline=2)
+    third = standby("demo-db-0-2", timeline=2)
+    seen = health([old, new, third], SyncRecord(leader="demo-db-0-1", standbys=frozenset({"demo-db-0-2"})))
+    assert (seen.ready, seen.primary, seen.sync_standby) == (True, "demo-db-0-1", "demo-db-0-2")
+
+
 def test_a_synchronous_shard_waits_for_its_sync_standby_to_stream() -> None:
     seen = health([primary(), standby(replication_state="in archive recovery")])
     assert (seen.ready, seen.reason) == (False, "NoSyncStandby")

@@ -212,6 +212,23 @@ def test_two_pods_labelled_primary_are_degraded_at_once_first_of_all() -> None:
     assert "patronictl list" in degraded["message"]
 
 
+def on_timeline(pod: Obj, timeline: int) -> Obj:
+    """``pod`` with Patroni's status annotation saying it runs on ``timeline``."""
+    annotations = pod["metadata"]["annotations"]
+    annotations[names.STATUS_ANNOTATION] = json.dumps(
+        {**json.loads(annotations[names.STATUS_ANNOTATION]), "timeline": timeline}
+    )
+    return pod
+
+
+def test_a_primary_label_left_behind_a_failover_is_not_two_primaries() -> None:
+    """The old primary's node is gone with its label; the member Patroni promoted runs on the next timeline."""
+    stale = on_timeline(member_pod(1, 0, LEADER_LABEL_VALUE), 1)
+    promoted = on_timeline(moved_recently(member_pod(1, 1, LEADER_LABEL_VALUE)), 2)
+    degraded = condition(running([*without("demo-db-1-0", "demo-db-1-1"), stale, promoted]), "Degraded")
+    assert degraded["reason"] != health.TWO_PRIMARIES
+
+
 # --- member pods that cannot be created or cannot start ---------------------------------------------
 
 
