@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import names, quantity
 from ..spec import MEBIBYTE, ShardDBSpec
+from .callback import callbacks
 
 Obj = dict[str, Any]
 
@@ -111,6 +112,8 @@ class PatroniConfig:
                 # A slot keeps WAL for a standby that is away; past this bound the primary lets it go and
                 # the standby catches up by cloning anew, rather than the primary's volume filling.
                 "parameters": {"max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB"},
+                # A new primary takes the primary label off its shard's other members (``callback``).
+                "callbacks": callbacks(),
                 "data_dir": f"{data}/pgdata",
                 # On the volume: the root filesystem may be read-only.
                 "pgpass": f"{data}/pgpass",

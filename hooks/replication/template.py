@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import names
 from ..spec import ShardDBSpec
+from . import callback
 from .config import (
     CONFIG_ANNOTATION,
     CONFIG_DIR,
@@ -64,6 +65,10 @@ def patroni_env(port: int) -> list[Obj]:
         _field_env("PATRONI_KUBERNETES_POD_IP", "status.podIP"),
         {"name": "PATRONI_RESTAPI_CONNECT_ADDRESS", "value": f"{ip}:{PATRONI_PORT}"},
         {"name": "PATRONI_POSTGRESQL_CONNECT_ADDRESS", "value": f"{ip}:{port}"},
+        # Patroni takes every PATRONI_ variable out of its environment as it reads it, so the
+        # role-change callback it runs (``callback``) reads the member's name and namespace from these.
+        _field_env(callback.MEMBER_ENV, "metadata.name"),
+        _field_env(callback.NAMESPACE_ENV, "metadata.namespace"),
     ]
 
 

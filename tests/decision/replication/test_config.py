@@ -6,10 +6,12 @@ Read back from the rendered member template's annotation, as Patroni reads the f
 from __future__ import annotations
 
 import json
+import shlex
 
 import yaml
 
 from hooks import names
+from hooks.replication import callback
 from hooks.replication import config as patroni_config
 from hooks.replication import template as member_pods
 from hooks.replication.shape import Plan
@@ -114,3 +116,22 @@ def test_a_strict_shard_tells_patroni_to_hold_writes_without_a_synchronous_stand
     strict = Plan(2, True, strict=True)
     dcs = config(rendered(spec(replication={"members": 2, "strict": True}), strict))["bootstrap"]["dcs"]
     assert (dcs["synchronous_mode"], dcs["synchronous_mode_strict"]) == (True, True)
+
+
+# --- the role-change callback -------------------------------------------------------------------------------
+
+
+def test_a_new_primary_runs_the_callback_that_takes_the_primary_label_off_the_others() -> None:
+    command = shlex.split(config(rendered())["postgresql"]["callbacks"]["on_role_change"])
+    assert command[:2] == ["python3", "-c"]
+    compile(command[2], "on_role_change", "exec")
+    assert f"{names.SCOPE_LABEL}=" in command[2]
+    assert f"{names.ROLE_LABEL}={names.LEADER_LABEL_VALUE}" in command[2]
+
+
+def test_the_callback_reads_the_members_name_and_namespace_from_variables_patroni_leaves_alone() -> None:
+    env = {var["name"]: var for var in member_pods.patroni_env(5432)}
+    for name, path in ((callback.MEMBER_ENV, "metadata.name"), (callback.NAMESPACE_ENV, "metadata.namespace")):
+        assert not name.startswith("PATRONI_")
+        assert env[name]["valueFrom"]["fieldRef"]["fieldPath"] == path
+        assert name in callback.SCRIPT
