@@ -69,66 +69,77 @@ class PatroniConfig:
         return names.shard_name(self.parent, self.shard)
 
     def as_dict(self) -> Obj:
-        data = self.data_path.rstrip("/")
         return {
             "scope": self.scope,
-            "kubernetes": {
-                # ConfigMaps: Endpoints are deprecated since Kubernetes 1.33; Patroni 4.1 has no Leases.
-                # No ``ports``: Patroni writes them only into Endpoints.
-                "use_endpoints": False,
-                "labels": names.selector_labels(self.parent, names.DB),
-                "scope_label": names.SCOPE_LABEL,
-                "role_label": names.ROLE_LABEL,
-                "leader_label_value": names.LEADER_LABEL_VALUE,
-                "follower_label_value": names.FOLLOWER_LABEL_VALUE,
-            },
+            "kubernetes": self._kubernetes(),
             # Unsafe calls (switchover, restart, a config change) only from a member's address, and with
             # the REST API's credentials (PATRONI_RESTAPI_USERNAME/PASSWORD, from the user's Secret);
             # the NetworkPolicy keeps everyone else from reaching the port at all.
             "restapi": {"listen": f"0.0.0.0:{PATRONI_PORT}", "allowlist_include_members": True},
-            "bootstrap": {
-                # Read once, when a shard's cluster is first bootstrapped: hence the refusal to change it later.
-                "dcs": {
-                    "ttl": TTL,
-                    "loop_wait": LOOP_WAIT,
-                    "retry_timeout": RETRY_TIMEOUT,
-                    "maximum_lag_on_failover": MAXIMUM_LAG_ON_FAILOVER,
-                    "synchronous_mode": self.synchronous,
-                    # Not strict unless asked: with its only standby gone, the primary drops it from
-                    # synchronous_standby_names and writes go on, rather than hang until a standby is
-                    # back (cloudnative-pg#5257). Only the synchronous standby is ever promoted.
-                    "synchronous_mode_strict": self.strict,
-                    # The API server unreachable but every member answering Patroni's REST API: the
-                    # primary keeps serving instead of demoting after retry_timeout. A primary that
-                    # cannot reach its standby either still demotes, so it stays fenced.
-                    "failsafe_mode": True,
-                    "postgresql": {"use_pg_rewind": True, "use_slots": True},
-                },
-                # Checksums let pg_rewind bring an old primary back as a standby.
-                "initdb": [{"encoding": "UTF8"}, "data-checksums"],
+            "bootstrap": self._bootstrap(),
+            "postgresql": self._postgresql(),
+        }
+
+    def _kubernetes(self) -> Obj:
+        """Patroni's Kubernetes DCS: where it keeps its state, and the labels the Services select."""
+        return {
+            # ConfigMaps: Endpoints are deprecated since Kubernetes 1.33; Patroni 4.1 has no Leases.
+            # No ``ports``: Patroni writes them only into Endpoints.
+            "use_endpoints": False,
+            "labels": names.selector_labels(self.parent, names.DB),
+            "scope_label": names.SCOPE_LABEL,
+            "role_label": names.ROLE_LABEL,
+            "leader_label_value": names.LEADER_LABEL_VALUE,
+            "follower_label_value": names.FOLLOWER_LABEL_VALUE,
+        }
+
+    def _bootstrap(self) -> Obj:
+        """Read once, when a shard's cluster is first bootstrapped: hence the refusal to change it later."""
+        return {
+            "dcs": {
+                "ttl": TTL,
+                "loop_wait": LOOP_WAIT,
+                "retry_timeout": RETRY_TIMEOUT,
+                "maximum_lag_on_failover": MAXIMUM_LAG_ON_FAILOVER,
+                "synchronous_mode": self.synchronous,
+                # Not strict unless asked: with its only standby gone, the primary drops it from
+                # synchronous_standby_names and writes go on, rather than hang until a standby is
+                # back (cloudnative-pg#5257). Only the synchronous standby is ever promoted.
+                "synchronous_mode_strict": self.strict,
+                # The API server unreachable but every member answering Patroni's REST API: the
+                # primary keeps serving instead of demoting after retry_timeout. A primary that
+                # cannot reach its standby either still demotes, so it stays fenced.
+                "failsafe_mode": True,
+                "postgresql": {"use_pg_rewind": True, "use_slots": True},
             },
-            "postgresql": {
-                "listen": f"0.0.0.0:{self.port}",
-                # A slot keeps WAL for a standby that is away; past this bound the primary lets it go and
-                # the standby catches up by cloning anew, rather than the primary's volume filling.
-                "parameters": {"max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB"},
-                # A new primary takes the primary label off its shard's other members (``callback``).
-                "callbacks": callbacks(),
-                "data_dir": f"{data}/pgdata",
-                # On the volume: the root filesystem may be read-only.
-                "pgpass": f"{data}/pgpass",
-                "authentication": {
-                    "superuser": {"username": SUPERUSER},
-                    "replication": {"username": REPLICATION_USER},
-                },
-                # Trust on the pod's own socket only (as the official image does, and as the image
-                # recipe's Patroni tests ran); every address needs a password.
-                "pg_hba": [
-                    "local all all trust",
-                    f"host replication {REPLICATION_USER} all scram-sha-256",
-                    "host all all all scram-sha-256",
-                ],
+            # Checksums let pg_rewind bring an old primary back as a standby.
+            "initdb": [{"encoding": "UTF8"}, "data-checksums"],
+        }
+
+    def _postgresql(self) -> Obj:
+        """PostgreSQL as Patroni runs it in this member: addresses, files, callbacks, users and who may log in."""
+        data = self.data_path.rstrip("/")
+        return {
+            "listen": f"0.0.0.0:{self.port}",
+            # A slot keeps WAL for a standby that is away; past this bound the primary lets it go and
+            # the standby catches up by cloning anew, rather than the primary's volume filling.
+            "parameters": {"max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB"},
+            # A new primary takes the primary label off its shard's other members (``callback``).
+            "callbacks": callbacks(),
+            "data_dir": f"{data}/pgdata",
+            # On the volume: the root filesystem may be read-only.
+            "pgpass": f"{data}/pgpass",
+            "authentication": {
+                "superuser": {"username": SUPERUSER},
+                "replication": {"username": REPLICATION_USER},
             },
+            # Trust on the pod's own socket only (as the official image does, and as the image
+            # recipe's Patroni tests ran); every address needs a password.
+            "pg_hba": [
+                "local all all trust",
+                f"host replication {REPLICATION_USER} all scram-sha-256",
+                "host all all all scram-sha-256",
+            ],
         }
 
     def as_text(self) -> str:

@@ -52,7 +52,7 @@ def test_omitted_fields_get_the_hooks_defaults(kube: Kube, namespace: str) -> No
         "db": {"port": 5432, "dataPath": "/var/lib/postgresql/data"},
         "cache": {"image": "redis:7", "replicas": 1, "flushGracePeriodSeconds": 30, "port": 6379},
         "storage": {"size": "1Gi"},
-        "replication": {"members": 1, "synchronous": True},
+        "replication": {"members": 1, "synchronous": True, "strict": False},
         "seedTimeoutSeconds": 3600,
         "drainGracePeriodSeconds": 60,
         "podStartGraceSeconds": 120,
@@ -120,3 +120,20 @@ def test_schema_documents_every_field_for_kubectl_explain(kube: Kube) -> None:
     result = kube.kubectl("explain", "sharddb.spec.cache.flushGracePeriodSeconds")
     assert result.returncode == 0, result.stderr
     assert "its termination grace period" in " ".join(result.stdout.split())
+
+
+def test_strict_without_synchronous_is_refused_naming_the_field(kube: Kube, namespace: str) -> None:
+    replication = {"members": 2, "synchronous": False, "strict": True}
+    response = kube.create(sharddb("loose", namespace, {**SPEC, "replication": replication}))
+    assert response.status_code == 422, error_message(response)
+    assert "spec.replication.strict needs spec.replication.synchronous true" in error_message(response)
+
+
+@pytest.mark.parametrize("size", ["512Ki", "0", "-1Gi"])
+def test_a_wal_bound_under_one_mebibyte_is_refused_naming_the_field(kube: Kube, namespace: str, size: str) -> None:
+    replication = {"members": 2, "maxSlotWalKeepSize": size}
+    response = kube.create(sharddb("tight", namespace, {**SPEC, "replication": replication}))
+    assert response.status_code == 422, error_message(response)
+    assert "spec.replication.maxSlotWalKeepSize must be a Kubernetes quantity of at least 1Mi" in error_message(
+        response
+    )
