@@ -6,9 +6,10 @@ The feature's modules, on the hooks' pipeline (observe finds, decide judges, ren
   ``observe`` reduces each shard's StatefulSet and members to a ``sets.ShardSetView``;
 - decide: ``shape`` (what the spec asks, given the shards that exist, and its refusals), ``health``
   (when a shard is ready, each member's state), ``roles`` (role trouble against the start grace);
-- build: ``config`` (Patroni's configuration), ``template`` (a member's pod template, which the
-  decision compares with what runs), ``objects`` (RBAC, Services, budgets, StatefulSets), ``rollout``
-  and ``cleanup`` (the Jobs), ``scripts`` (the pod those Jobs run).
+- build: ``config`` (Patroni's configuration), ``callback`` (its role-change callback, which keeps
+  the primary label on the primary alone), ``template`` (a member's pod template, which the decision
+  compares with what runs), ``objects`` (RBAC, Services, NetworkPolicies, budgets, StatefulSets),
+  ``rollout`` and ``cleanup`` (the Jobs), ``scripts`` (the pod those Jobs run).
 
 Member names and Patroni's label vocabulary live with every other name, in ``hooks/names.py``.
 """
