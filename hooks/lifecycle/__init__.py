@@ -16,6 +16,7 @@ from .. import names, template_choice
 from ..snapshot import Snapshot
 from .decision import ConditionState, Decision, Phase
 from .gates import paused, sync
+from .rollout import Rendered, render
 from .teardown import finalize, hibernate, unfit_name
 
 __all__ = ["ConditionState", "Decision", "Phase", "decide"]
@@ -28,17 +29,17 @@ def decide(snap: Snapshot) -> Decision:
     frozen or stopping ones too, so the edit rolls once the children may roll again.
     """
     lags = template_choice.unrecorded_generation(snap.generation, snap.answered_generation, snap.unrecorded())
-    return replace(_decide(snap), unrecorded_generation=lags)
+    return replace(_decide(snap, render(snap)), unrecorded_generation=lags)
 
 
-def _decide(snap: Snapshot) -> Decision:
+def _decide(snap: Snapshot, rendered: Rendered) -> Decision:
     """Deletion runs whatever the spec says (a paused ShardDB still tears down in order)."""
     if snap.finalizing:
-        return finalize(snap)
+        return finalize(snap, rendered)
     unfit = names.unfit(snap.name)
     if unfit is not None:
-        return unfit_name(snap, *unfit)
+        return unfit_name(snap, rendered, *unfit)
     if snap.spec.hibernated and not snap.spec.paused:
-        return hibernate(snap)
-    decision = sync(snap)
+        return hibernate(snap, rendered)
+    decision = sync(snap, rendered)
     return paused(decision) if snap.spec.paused else decision

@@ -9,12 +9,11 @@ from datetime import datetime
 
 from .. import names
 from ..replication import roles
-from ..replication.roles import Roles, RoleTrouble
+from ..replication.roles import RoleTrouble
 from ..replication.shape import Outcome
 from ..snapshot import Snapshot
-from ..trouble import grace
 from ..trouble.stuck import StuckPod
-from . import absent, kept, rollout
+from . import grace, kept, rollout
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
 from .wording.conditions import (
@@ -62,23 +61,23 @@ class _Troubles:
     """What keeps the shards from running as asked, each split by the start grace."""
 
     pods: grace.Split[StuckPod]
-    unmet: absent.Missing
-    roles: Roles  # shards without a primary or sync standby: Patroni's to mend within the grace
-    standbys: Roles  # standbys that do not stream from a primary
+    unmet: grace.Missing
+    roles: grace.Split[RoleTrouble]  # shards without a primary or sync standby: Patroni's to mend within the grace
+    standbys: grace.Split[RoleTrouble]  # standbys that do not stream from a primary
 
     @property
     def recheck_at(self) -> datetime | None:
         return _earliest(self.pods.recheck_at, self.unmet.recheck_at, self.roles.recheck_at, self.standbys.recheck_at)
 
 
-def sync(snap: Snapshot) -> Decision:
+def sync(snap: Snapshot, rendered: rollout.Rendered) -> Decision:
     """The desired world of a ShardDB that runs: every gate that is open, and conditions that say where it stands."""
     spec, cache = snap.spec, snap.cache
     outcome = shard_facts.replication_outcome(snap)
     shape = shard_facts.of(snap, outcome)
     gates = _gates(snap, shape, hold=outcome.hold)
     with_cache = cache is not None or gates.open  # once observed, the cache is always kept
-    chosen = rollout.choose_templates(snap, with_cache, hold=outcome.hold)
+    chosen = rollout.choose_templates(snap, rendered, with_cache, hold=outcome.hold)
     layout = shape.layout(chosen, gates.shards, gates.ready, gates.all_registered)
     troubles = _troubles(snap, shape, layout)
     # A rolling update restarts one shard at a time: that one is progress, not an outage.
@@ -109,9 +108,9 @@ def _troubles(snap: Snapshot, shape: shard_facts.Shards, layout: shard_facts.Lay
     seconds = snap.spec.pod_start_grace_seconds
     return _Troubles(
         pods=grace.triage(snap.stuck_pods, snap.now, seconds),
-        unmet=absent.find(snap, seconds, children=not snap.spec.paused, shard_sets=shape.expected_sets(layout)),
-        roles=roles.triage(snap.shard_sets, snap.name, snap.now, seconds),
-        standbys=roles.standbys(snap.shard_sets, snap.name, snap.now, seconds),
+        unmet=grace.unmet(snap, seconds, children=not snap.spec.paused, shard_sets=shape.expected_sets(layout)),
+        roles=grace.split(roles.unready(snap.shard_sets, snap.name), snap.now, seconds),
+        standbys=grace.split(roles.standbys(snap.shard_sets, snap.name), snap.now, seconds),
     )
 
 
@@ -286,7 +285,7 @@ def _budgets(cache_replicas: int) -> frozenset[str]:
     return frozenset({names.DB})
 
 
-def _alone(standbys: tuple[RoleTrouble, ...], shards: Roles) -> tuple[RoleTrouble, ...]:
+def _alone(standbys: tuple[RoleTrouble, ...], shards: grace.Split[RoleTrouble]) -> tuple[RoleTrouble, ...]:
     """Standbys waiting in shards with no other role trouble: a shard waiting for its sync standby says so once."""
     named = {trouble.shard for trouble in shards.failing + shards.waiting}
     return tuple(trouble for trouble in standbys if trouble.shard not in named)

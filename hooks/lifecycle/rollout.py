@@ -15,13 +15,38 @@ from .decision import ROLLING_UPDATE, ShardSetAnswer
 
 
 @dataclass(frozen=True)
+class Rendered:
+    """What these hooks render for the spec, once a request: each template and what it is made from.
+
+    The decision holds each running child's template against it; the renderers are not asked again.
+    """
+
+    db: dict[str, Any]
+    cache: dict[str, Any]
+    db_made: TemplateRecord
+    cache_made: TemplateRecord
+
+
+def render(snap: Snapshot) -> Rendered:
+    """The templates of today's spec, and their records (``made``)."""
+    spec = snap.spec
+    return Rendered(
+        pod_templates.db_template(snap.name, spec),
+        pod_templates.cache_template(snap.name, spec),
+        made(snap, template_choice.inputs(spec, names.DB)),
+        made(snap, template_choice.inputs(spec, names.CACHE)),
+    )
+
+
+@dataclass(frozen=True)
 class Templates:
-    """The template chosen for each workload, and what each was made from."""
+    """The template chosen for each workload, what each was made from, and what the spec renders."""
 
     db: template_choice.Choice
     cache: template_choice.Choice
     db_made: TemplateRecord
     cache_made: TemplateRecord
+    rendered: Rendered
 
     @property
     def newer(self) -> tuple[str, ...]:
@@ -29,30 +54,26 @@ class Templates:
         return tuple(part for part, choice in (("shards", self.db), ("cache", self.cache)) if choice.waiting)
 
 
-def choose_templates(snap: Snapshot, with_cache: bool, *, hold: bool = False) -> Templates:
+def choose_templates(snap: Snapshot, rendered: Rendered, with_cache: bool, *, hold: bool = False) -> Templates:
     """A running child keeps its template until its user asks for the one these hooks render.
 
     ``hold`` (a refusal's, ``shape.Outcome.hold``): every running child keeps its template and
     record even when its user asks, so a refused spec moves nothing that runs.
     """
     if hold:
-        return held_templates(snap, with_cache)
-    spec, sts, cache = snap.spec, snap.statefulset, snap.cache
-    db_made = made(snap, template_choice.inputs(spec, names.DB))
-    cache_made = made(snap, template_choice.inputs(spec, names.CACHE))
+        return held_templates(snap, rendered, with_cache)
+    sts, cache = snap.statefulset, snap.cache
     edited = template_choice.edited(snap.generation, snap.answered_generation)
-    rendered_db = pod_templates.db_template(snap.name, spec)
-    db_choice = _choose(snap, sts.recorded() if sts else None, rendered_db, db_made, edited)
+    db_choice = _choose(snap, sts.recorded() if sts else None, rendered.db, rendered.db_made, edited)
     cache_choice = template_choice.Choice({}, waiting=False)
     if with_cache:
-        rendered = pod_templates.cache_template(snap.name, spec)
         # An older version held the cache's template while the shards rolled (they roll first).
         lagging = edited or _shards_were_rolling(snap)
-        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered, cache_made, lagging)
-    return Templates(db_choice, cache_choice, db_made, cache_made)
+        cache_choice = _choose(snap, cache.recorded() if cache else None, rendered.cache, rendered.cache_made, lagging)
+    return Templates(db_choice, cache_choice, rendered.db_made, rendered.cache_made, rendered)
 
 
-def held_templates(snap: Snapshot, with_cache: bool) -> Templates:
+def held_templates(snap: Snapshot, rendered: Rendered, with_cache: bool) -> Templates:
     """Each running child's template as last applied, with the record it was made with.
 
     The record is never the current spec's, so the change the spec asks is still pending once the
@@ -60,19 +81,20 @@ def held_templates(snap: Snapshot, with_cache: bool) -> Templates:
     today's template: nothing runs there to keep.
     """
     sts, cache = snap.statefulset, snap.cache
-    db_made = _superseded(sts.made) if sts else made(snap, template_choice.inputs(snap.spec, names.DB))
-    db = sts.held_template() if sts else pod_templates.db_template(snap.name, snap.spec)
-    cache_made = _superseded(cache.made) if cache else made(snap, template_choice.inputs(snap.spec, names.CACHE))
+    db_made = _superseded(sts.made) if sts else rendered.db_made
+    db = sts.held_template() if sts else rendered.db
+    cache_made = _superseded(cache.made) if cache else rendered.cache_made
     held_cache: dict[str, Any] = {}
     if cache is not None:
         held_cache = cache.held_template()
     elif with_cache:
-        held_cache = pod_templates.cache_template(snap.name, snap.spec)
+        held_cache = rendered.cache
     return Templates(
         template_choice.Choice(db, waiting=False),
         template_choice.Choice(held_cache, waiting=False),
         db_made,
         cache_made,
+        rendered,
     )
 
 

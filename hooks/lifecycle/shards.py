@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .. import names, pod_templates, template_choice
+from .. import template_choice
 from ..replication import shape
 from ..replication.shape import Plan
 from ..replication.template import member_template
 from ..snapshot import Snapshot
 from ..workloads import StatefulSetView
 from .decision import ShardSetAnswer
-from .rollout import Rolling, Templates, made, rolling, rolling_sets
+from .rollout import Rendered, Rolling, Templates, rolling, rolling_sets
 
 
 def existing_shards(snap: Snapshot) -> int:
@@ -40,7 +40,7 @@ def sets_settled(snap: Snapshot) -> bool:
 
 
 def choose_sets(
-    snap: Snapshot, plan: Plan, shards: int, may_lag: bool, hold: bool = False
+    snap: Snapshot, rendered: Rendered, plan: Plan, shards: int, may_lag: bool, hold: bool = False
 ) -> tuple[tuple[ShardSetAnswer, ...], bool]:
     """Each shard's StatefulSet: a running one keeps its member template until its user asks for a change.
 
@@ -51,19 +51,18 @@ def choose_sets(
     """
     if hold:
         return held_sets(snap, plan), False
-    base = pod_templates.db_template(snap.name, snap.spec)
-    made_now = made(snap, template_choice.inputs(snap.spec, names.DB))
+    base, made_now = rendered.db, rendered.db_made
     answers = []
     waiting = False
     for shard in range(shards):
-        rendered = member_template(snap.name, shard, snap.spec, plan, base)
+        template = member_template(snap.name, shard, snap.spec, plan, base)
         observed = snap.shard_set(shard)
         if observed is None:
-            answers.append(ShardSetAnswer(shard, plan.members, rendered, made_now))
+            answers.append(ShardSetAnswer(shard, plan.members, template, made_now))
             continue
         view = observed.statefulset
         choice = template_choice.choose(
-            view.recorded(), rendered, made_now.inputs or "", snap.apply_templates, may_lag=may_lag
+            view.recorded(), template, made_now.inputs or "", snap.apply_templates, may_lag=may_lag
         )
         waiting = waiting or choice.waiting
         answers.append(ShardSetAnswer(shard, plan.members, choice.template, made_now, view.claim_templates))
@@ -213,7 +212,7 @@ class Members:
         if plan is None:  # refused before any shard existed: no StatefulSet is rendered
             return Layout(chosen, rolling(snap, shards, ready, all_registered, chosen))
         edited = template_choice.edited(snap.generation, snap.answered_generation)
-        sets, held_back = choose_sets(snap, plan, shards, edited, self.outcome.hold)
+        sets, held_back = choose_sets(snap, chosen.rendered, plan, shards, edited, self.outcome.hold)
         chosen = replace(chosen, db=template_choice.Choice(chosen.db.template, waiting=held_back))
         moving = rolling_sets(snap, sets, shards, ready, all_registered, chosen)
         return Layout(chosen, moving, sets, member_rollout=moving.shards_rolling)

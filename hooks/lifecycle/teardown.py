@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import names, pod_templates, template_choice
+from .. import names
 from ..replication.shape import Outcome, Plan
 from ..snapshot import Snapshot
 from . import kept
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
-from .rollout import made
+from .rollout import Rendered
 from .wording.conditions import blocked
 
 
-def finalize(snap: Snapshot) -> Decision:
+def finalize(snap: Snapshot, rendered: Rendered) -> Decision:
     """Teardown: budgets and cache gone, then shards to zero and gone; never a step early.
 
     The disruption budgets and the cache Service are left out of every finalize
@@ -48,7 +48,7 @@ def finalize(snap: Snapshot) -> Decision:
         ConditionState("Progressing", not done, phase.value, message),
         ConditionState("Degraded", False, "Deleting", "the ShardDB is being deleted"),
     )
-    decision = stopping(snap, phase, shards, 0 if cache is not None else None, conditions, finalized=done)
+    decision = stopping(snap, rendered, phase, shards, 0 if cache is not None else None, conditions, finalized=done)
     return replace(decision, patroni_cleanup=bool(cleanup) or snap.cleanup_job is not None)
 
 
@@ -76,7 +76,7 @@ def _patroni_left(snap: Snapshot) -> str:
     return f"waiting for the Job {cleaner} to remove Patroni's ConfigMaps (its leader, config, sync and failover)"
 
 
-def hibernate(snap: Snapshot) -> Decision:
+def hibernate(snap: Snapshot, rendered: Rendered) -> Decision:
     """Sleep in the teardown order, keeping the StatefulSet (at zero), its volumes, Service and seed memory.
 
     A running seed is let finish first; then budgets and the cache's Service go, the cache
@@ -107,7 +107,7 @@ def hibernate(snap: Snapshot) -> Decision:
         ConditionState("Progressing", not asleep, phase.value, message),
         ConditionState("Degraded", False, "AsExpected", "No problems observed."),
     )
-    return stopping(snap, phase, shards, cache_replicas, conditions)
+    return stopping(snap, rendered, phase, shards, cache_replicas, conditions)
 
 
 def _cache_busy(snap: Snapshot) -> bool:
@@ -123,7 +123,7 @@ def _shards_busy(snap: Snapshot) -> bool:
     return snap.shard_pods > 0 or any(sts.status_replicas > 0 or sts.replicas > 0 for sts in sets)
 
 
-def unfit_name(snap: Snapshot, reason: str, message: str) -> Decision:
+def unfit_name(snap: Snapshot, rendered: Rendered, reason: str, message: str) -> Decision:
     """A name no child can run under (an older CRD let it in): create nothing, keep what exists."""
     conditions = (
         ConditionState("Available", False, reason, "no child can run under this name"),
@@ -132,11 +132,13 @@ def unfit_name(snap: Snapshot, reason: str, message: str) -> Decision:
     )
     phase = Phase(reason)
     cache_replicas = snap.cache.replicas if snap.cache else None
-    return replace(stopping(snap, phase, shard_facts.existing_shards(snap), cache_replicas, conditions), frozen=True)
+    decision = stopping(snap, rendered, phase, shard_facts.existing_shards(snap), cache_replicas, conditions)
+    return replace(decision, frozen=True)
 
 
 def stopping(
     snap: Snapshot,
+    rendered: Rendered,
     phase: Phase,
     shards: int,
     cache_replicas: int | None,
@@ -171,11 +173,11 @@ def stopping(
         claim_templates=claim_templates,
         # A spec edited while stopping waits for the next start: no pod restarts on a new template now.
         cache_held=cache is not None,
-        db_template=(sts.held_template() if sts else {}) or pod_templates.db_template(snap.name, snap.spec),
+        db_template=(sts.held_template() if sts else {}) or rendered.db,
         cache_template=cache.held_template() if cache else {},
         # A teardown keeps each template as it is, and so what it says it was made from.
-        db_made=sts.made if sts else made(snap, template_choice.inputs(snap.spec, names.DB)),
-        cache_made=cache.made if cache else made(snap, template_choice.inputs(snap.spec, names.CACHE)),
+        db_made=sts.made if sts else rendered.db_made,
+        cache_made=cache.made if cache else rendered.cache_made,
         replication=shape,
         shard_sets=shard_facts.stopping_sets(snap, keep=shards > 0),
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),

@@ -6,7 +6,7 @@ child outright. The refusal is written only as an event (the StatefulSet control
 read is that the object does not exist. That counts once it has lasted the start grace, timed
 from when the hooks can know it was asked for: a StatefulSet's last spec write for its pods, the
 ShardDB's creation for a child.
-Found here while observing; judged against the grace by the lifecycle (``hooks/lifecycle/absent.py``).
+Found here while observing; judged against the grace by ``hooks/lifecycle/grace.py``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ are expected) has one answer per shape, specified here on snapshots built by han
 from __future__ import annotations
 
 from hooks.lifecycle import shards
-from hooks.lifecycle.rollout import Templates, choose_templates
+from hooks.lifecycle.rollout import Templates, choose_templates, render
 from hooks.replication.health import NO_SYNC_STANDBY, READY, ShardHealth
 from hooks.replication.sets import ShardSetView
 from hooks.replication.shape import SINGLE_COPY, Outcome, Plan
@@ -78,4 +78,4 @@ def test_shards_with_members_expect_every_statefulset_an_earlier_answer_asked_fo
 
 def _inputs(shape: shards.SingleCopy | shards.Members) -> tuple[Templates, int, int, bool]:
     """The templates this spec renders, for every shard it asks for, none of them ready yet."""
-    return choose_templates(shape.snap, with_cache=False), shape.snap.spec.shards, 0, False
+    return choose_templates(shape.snap, render(shape.snap), with_cache=False), shape.snap.spec.shards, 0, False

@@ -13,8 +13,8 @@ from ...replication.shape import Refusal
 from ...snapshot import Snapshot
 from ...trouble.missing import MissingPod
 from ...trouble.stuck import StuckPod
-from ..absent import Missing
 from ..decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
+from ..grace import Missing
 from ..kept import same_storage
 from ..rollout import Rolling
 from .pods import (

@@ -5,10 +5,10 @@ sit on a lost node: names only, never a controller's changing words, so a messag
 from __future__ import annotations
 
 from ... import names
-from ...trouble.grace import WAITS_FOR
 from ...trouble.lost import LostPod
 from ...trouble.missing import MissingPod
 from ...trouble.stuck import CORDONED, STUCK_ORDER, VOLUME_NODE, VOLUME_NODE_CORDONED, StuckPod
+from ..grace import WAITS_FOR
 from .lists import NOUNS, listed, noun
 
 # --- pods waiting within their grace ---------------------------------------------------------------

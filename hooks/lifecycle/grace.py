@@ -1,21 +1,79 @@
-"""What the ShardDB asked for and does not have, judged against the start grace at one clock reading.
+"""Which troubles pass by themselves, and how long they are given to: pods that wait, and what was asked for and
+does not exist yet, and shards whose roles are not what they must be.
 
-``hooks/trouble/missing.py`` finds absent shard pods while observing; this judges them, and the
-children, seed pods and cache pods asked for, once they have lasted ``spec.podStartGraceSeconds``:
-timed from when the hooks can know each was asked for (a StatefulSet's last spec write for its
-pods, the ShardDB's creation for a child). Pure: nothing here deletes or changes a child.
+A new pod is often Unschedulable for a moment while its volume binds or a node joins,
+or waits for a Secret applied beside its ShardDB: that is progress, not damage. Such a
+trouble counts only once it has lasted ``spec.podStartGraceSeconds``, timed from the
+pod's own timestamps in the request; a trouble that is already the result of retries,
+or that no wait can mend, counts at once. Pure: the caller passes the clock reading in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Generic, TypeVar
 
 from .. import kinds, names
 from ..snapshot import Snapshot
-from ..trouble import grace as graces
-from ..trouble.grace import split
 from ..trouble.missing import MissingPod
+from ..trouble.stuck import StuckPod
+
+# Troubles that may pass by themselves, and what a pod with one waits for.
+WAITS_FOR = {
+    "Unschedulable": "to be scheduled",  # volumes binding, a node joining or losing its not-ready taint
+    "CreateContainerConfigError": "for a Secret or ConfigMap",  # applied beside the ShardDB, a moment later
+    "CreateContainerError": "for its container to be created",  # the runtime's own hiccups (a name still held)
+}
+# Troubles reported at once: the kubelet has already retried, or nothing changes without a fix.
+AT_ONCE = frozenset({"InvalidImageName", "ImagePullBackOff", "RunContainerError", "CrashLoopBackOff"})
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Split(Generic[T]):
+    """Troubles split by their grace at one clock reading: pods, missing pods, shards' roles alike."""
+
+    failing: tuple[T, ...] = ()  # count now: Degraded names them
+    waiting: tuple[T, ...] = ()  # within their grace: Progressing says what they wait for
+    recheck_at: datetime | None = None  # when the earliest grace still running runs out
+
+
+def end(since: datetime | None, grace: timedelta) -> datetime | None:
+    """When a trouble that began at ``since`` stops being given time; None when it gets none (or no time is known)."""
+    if since is None or not grace:
+        return None
+    try:
+        return since + grace
+    except OverflowError:  # a time at the end of the calendar is no time anything began
+        return None
+
+
+def split(found: Iterable[tuple[T, datetime | None]], now: datetime | None, grace_seconds: int) -> Split[T]:
+    """Each trouble counts once its grace from its start ran out; a start of None (at once, or unknown) counts now.
+
+    The one grace calculation of the hooks: without a clock reading every trouble counts.
+    """
+    grace = timedelta(seconds=grace_seconds)
+    failing: list[T] = []
+    waiting: list[T] = []
+    ends: list[datetime] = []
+    for trouble, since in found:
+        until = end(since, grace)
+        if now is None or until is None or now >= until:
+            failing.append(trouble)
+        else:
+            waiting.append(trouble)
+            ends.append(until)
+    return Split(tuple(failing), tuple(waiting), min(ends, default=None))
+
+
+def triage(pods: tuple[StuckPod, ...], now: datetime | None, grace_seconds: int) -> Split[StuckPod]:
+    """Which of ``pods`` count at ``now``: only a trouble that may pass by itself is given the grace."""
+    return split(((pod, pod.since if pod.reason in WAITS_FOR else None) for pod in pods), now, grace_seconds)
 
 
 def _counts(until: datetime | None, now: datetime | None) -> bool:
@@ -35,7 +93,7 @@ class Missing:
     holds_until: datetime | None = None  # a missing child's grace runs out: the answer changes, whoever calls
 
 
-def find(snap: Snapshot, grace_seconds: int, *, children: bool, shard_sets: tuple[int, ...] | None = None) -> Missing:
+def unmet(snap: Snapshot, grace_seconds: int, *, children: bool, shard_sets: tuple[int, ...] | None = None) -> Missing:
     """Missing shard pods, and (with ``children``: not while frozen) missing children, at ``snap.now``.
 
     ``shard_sets``: the shards with members whose StatefulSets are asked for, instead of today's one.
@@ -73,17 +131,17 @@ def _children(
             wanted.append(f"{kinds.STATEFULSET.kind} {names.shard_pod_name(snap.name, shard)}")
     if not snap.service:
         wanted.append(f"{kinds.SERVICE.kind} {names.db_name(snap.name)}")
-    end = graces.end(snap.created, grace)
-    if wanted and _counts(end, snap.now):
+    until = end(snap.created, grace)
+    if wanted and _counts(until, snap.now):
         return tuple(wanted), None
     if not wanted:
         return (), None
     # Once an earlier answer asked for it, a refused create is retried with a growing back-off:
     # ask for the call at the grace's end rather than wait for a late retry. A first answer
     # (every new ShardDB's) asks for none: its children are created in the next moment.
-    if snap.prior_conditions and end is not None:
-        ends.append(end)
-    return (), end
+    if snap.prior_conditions and until is not None:
+        ends.append(until)
+    return (), until
 
 
 def _seeds_refused(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> tuple[int, ...]:
@@ -92,11 +150,11 @@ def _seeds_refused(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> tu
     for job in snap.seed_jobs:
         if job.podless_since is None or job.succeeded or job.failed:
             continue
-        end = graces.end(job.podless_since, grace)
-        if _counts(end, snap.now):
+        until = end(job.podless_since, grace)
+        if _counts(until, snap.now):
             seeds.append(job.shards)
-        elif end is not None:
-            ends.append(end)  # the Job controller retries with a back-off the hooks would not see
+        elif until is not None:
+            ends.append(until)  # the Job controller retries with a back-off the hooks would not see
     return tuple(seeds)
 
 
@@ -105,9 +163,9 @@ def _cache_refused(snap: Snapshot, grace: timedelta, ends: list[datetime]) -> st
     cache = snap.cache
     if cache is None or cache.refused is None:
         return None
-    end = graces.end(cache.refused_since, grace)
-    if _counts(end, snap.now):
+    until = end(cache.refused_since, grace)
+    if _counts(until, snap.now):
         return cache.refused
-    if end is not None:
-        ends.append(end)  # the ReplicaSet controller retries with no change the hooks would see
+    if until is not None:
+        ends.append(until)  # the ReplicaSet controller retries with no change the hooks would see
     return None
