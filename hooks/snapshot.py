@@ -61,6 +61,13 @@ class Snapshot:
         workloads = (self.statefulset, self.cache, *(each.statefulset for each in self.shard_sets))
         return any(child is not None and child.made.inputs is None for child in workloads)
 
+    @property
+    def existing_shards(self) -> int:
+        """Shards that exist: today's StatefulSet's replicas, or one past the highest shard with members."""
+        if self.statefulset is not None:
+            return self.statefulset.replicas
+        return max((each.shard + 1 for each in self.shard_sets), default=0)
+
     def shard_set(self, shard: int) -> ShardSetView | None:
         return next((each for each in self.shard_sets if each.shard == shard), None)
 

@@ -75,7 +75,8 @@ def sync(snap: Snapshot, rendered: rollout.Rendered) -> Decision:
     spec, cache = snap.spec, snap.cache
     outcome = shard_facts.replication_outcome(snap)
     shape = shard_facts.of(snap, outcome)
-    gates = _gates(snap, shape, hold=outcome.hold)
+    held = kept.of(snap)
+    gates = _gates(snap, shape, held.seeded, hold=outcome.hold)
     with_cache = cache is not None or gates.open  # once observed, the cache is always kept
     chosen = rollout.choose_templates(snap, rendered, with_cache, hold=outcome.hold)
     layout = shape.layout(chosen, gates.shards, gates.ready, gates.all_registered)
@@ -89,17 +90,17 @@ def sync(snap: Snapshot, rendered: rollout.Rendered) -> Decision:
         gates.registered + tolerated >= gates.shards,
         cache_ready,
     )
-    conditions = _conditions(snap, shape, gates, layout, troubles, outcome, tolerated, phase, cache_ready)
-    return _decision(snap, gates, layout, troubles, outcome, phase, conditions, with_cache, cache_ready)
+    conditions = _conditions(snap, shape, gates, layout, troubles, outcome, tolerated, phase, cache_ready, held)
+    return _decision(snap, gates, layout, troubles, outcome, phase, conditions, with_cache, cache_ready, held)
 
 
-def _gates(snap: Snapshot, shape: shard_facts.Shards, *, hold: bool) -> _Gates:
+def _gates(snap: Snapshot, shape: shard_facts.Shards, seeded: int, *, hold: bool) -> _Gates:
     """``hold`` (a refusal's): the shards that exist are all there are; a new one waits with the refused spec."""
-    existing = shard_facts.existing_shards(snap)
+    existing = snap.existing_shards
     shards = existing if hold and existing else max(snap.spec.shards, existing)
     in_discovery = shape.registered()
     registered = sum(1 for ordinal in range(shards) if ordinal in in_discovery)
-    return _Gates(shards, shape.ready(shards), kept.seeded(snap), in_discovery, registered)
+    return _Gates(shards, shape.ready(shards), seeded, in_discovery, registered)
 
 
 def _troubles(snap: Snapshot, shape: shard_facts.Shards, layout: shard_facts.Layout) -> _Troubles:
@@ -124,13 +125,13 @@ def _conditions(
     tolerated: int,
     phase: Phase,
     cache_ready: bool,
+    held: kept.Kept,
 ) -> tuple[ConditionState, ...]:
     """Available, Progressing and Degraded, from where the gates stand and what troubles the shards."""
     serving_ready = shape.serving(gates.shards, gates.ready)
     starting = len(troubles.roles.waiting) + sum(1 for pod in troubles.pods.waiting if pod.component == names.DB)
     serving = _serving(gates.in_discovery, gates.shards, gates.seeded, serving_ready, tolerated, phase, starting)
     available = cache_ready and serving.ok
-    size, storage_class = kept.storage(snap)
     current_job = snap.seed_job(gates.shards)
     seed_failed = current_job is not None and current_job.failed and not gates.seeded_now
     problems = (
@@ -143,8 +144,7 @@ def _conditions(
             troubles.roles.failing + troubles.standbys.failing,
             gates.shards,
             seed_failed,
-            size,
-            storage_class,
+            held,
             serving.ok_or_starting,
         )
     )
@@ -179,18 +179,17 @@ def _decision(
     conditions: tuple[ConditionState, ...],
     with_cache: bool,
     cache_ready: bool,
+    held: kept.Kept,
 ) -> Decision:
     """The answer's children and status fields, from the gates and the layout."""
     spec, sts, cache, chosen, plan = snap.spec, snap.statefulset, snap.cache, layout.chosen, layout.plan
     cache_replicas = spec.cache.replicas if with_cache else None
-    size, storage_class = kept.storage(snap)
-    policy, claim_templates = kept.immutable(snap)
     cache_template, cache_made = rollout.cache_answer(snap, plan, chosen)
     return Decision(
         phase=phase,
         shards=gates.shards,
-        storage_size=size,
-        storage_class=storage_class,
+        storage_size=held.size,
+        storage_class=held.storage_class,
         seeded_shards=gates.seeded,
         seed_jobs=_seed_jobs(snap, gates.shards, gates.seeded_now, all_ready=gates.ready >= gates.shards),
         cache_replicas=cache_replicas,
@@ -201,8 +200,8 @@ def _decision(
         conditions=conditions,
         budgets=_budgets(spec.cache.replicas if cache_replicas is not None else 0),
         cache_service=cache_replicas is not None,
-        pod_management_policy=policy,
-        claim_templates=claim_templates,
+        pod_management_policy=held.policy,
+        claim_templates=held.claim_templates,
         cache_held=plan.cache_held,
         db_template=chosen.db.template,
         cache_template=cache_template,

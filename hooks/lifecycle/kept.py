@@ -4,12 +4,40 @@ read by the gates and the teardown alike so a stop and a start agree on it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .. import quantity
 from ..snapshot import Snapshot
 
 PARALLEL = "Parallel"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What the shards keep at one request, read once for the gates, the status and the teardown."""
+
+    seeded: int
+    size: str
+    storage_class: str | None
+    policy: str
+    claim_templates: tuple[dict[str, Any], ...]
+    as_asked: bool  # the kept storage is what ``spec.storage`` asks
+
+
+def of(snap: Snapshot) -> Kept:
+    """The seed memory, the volumes' size and class, and the StatefulSet's immutable fields."""
+    size, storage_class = storage(snap)
+    policy, claim_templates = immutable(snap)
+    asked = snap.spec.storage
+    return Kept(
+        seeded(snap),
+        size,
+        storage_class,
+        policy,
+        claim_templates,
+        same_storage(size, storage_class, asked.size, asked.storage_class_name),
+    )
 
 
 def seeded(snap: Snapshot) -> int:

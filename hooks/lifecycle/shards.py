@@ -15,23 +15,8 @@ from ..replication import shape
 from ..replication.shape import Plan
 from ..replication.template import member_template
 from ..snapshot import Snapshot
-from ..workloads import StatefulSetView
 from .decision import ShardSetAnswer
 from .rollout import Rendered, Rolling, Templates, rolling, rolling_sets
-
-
-def existing_shards(snap: Snapshot) -> int:
-    """Shards that exist: today's StatefulSet's replicas, or one past the highest shard with members."""
-    if snap.statefulset is not None:
-        return snap.statefulset.replicas
-    return max((each.shard + 1 for each in snap.shard_sets), default=0)
-
-
-def kept_statefulset(snap: Snapshot) -> StatefulSetView | None:
-    """The StatefulSet whose immutable fields (volumes) the shards keep: today's, else the first shard's."""
-    if snap.statefulset is not None:
-        return snap.statefulset
-    return snap.shard_sets[0].statefulset if snap.shard_sets else None
 
 
 def sets_settled(snap: Snapshot) -> bool:
@@ -219,7 +204,7 @@ class Members:
 
     def expected_sets(self, layout: Layout) -> tuple[int, ...] | None:
         """A new StatefulSet is created by this very answer; those an earlier one asked for are expected."""
-        return tuple(range(max(1, existing_shards(self.snap)))) if layout.sets else ()
+        return tuple(range(max(1, self.snap.existing_shards))) if layout.sets else ()
 
 
 def of(snap: Snapshot, outcome: shape.Outcome) -> Shards:

@@ -26,7 +26,7 @@ def finalize(snap: Snapshot, rendered: Rendered) -> Decision:
     cache = snap.cache
     cache_busy = _cache_busy(snap)
     # Never grow during deletion: keep what is observed until the cache and the budgets are gone.
-    shards = shard_facts.existing_shards(snap) if (cache_busy or snap.budgets) else 0
+    shards = snap.existing_shards if (cache_busy or snap.budgets) else 0
     if cache_busy:
         phase = Phase.DRAINING_CACHE
         message = blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
@@ -84,7 +84,7 @@ def hibernate(snap: Snapshot, rendered: Rendered) -> Decision:
     the shards come back on their volumes, registered, then the cache; no seed runs again.
     """
     cache = snap.cache
-    observed_shards = shard_facts.existing_shards(snap)
+    observed_shards = snap.existing_shards
     seed_running = any(not (job.succeeded or job.failed) for job in snap.seed_jobs)
     cache_busy = _cache_busy(snap)
     shards_busy = _shards_busy(snap)
@@ -132,7 +132,7 @@ def unfit_name(snap: Snapshot, rendered: Rendered, reason: str, message: str) ->
     )
     phase = Phase(reason)
     cache_replicas = snap.cache.replicas if snap.cache else None
-    decision = stopping(snap, rendered, phase, shard_facts.existing_shards(snap), cache_replicas, conditions)
+    decision = stopping(snap, rendered, phase, snap.existing_shards, cache_replicas, conditions)
     return replace(decision, frozen=True)
 
 
@@ -153,24 +153,23 @@ def stopping(
     sts, cache = snap.statefulset, snap.cache
     shape = _shape(snap)
     counted = shard_facts.of(snap, Outcome(shape))
-    size, storage_class = kept.storage(snap)
-    policy, claim_templates = kept.immutable(snap)
+    held = kept.of(snap)
     return Decision(
         phase=phase,
         shards=shards,
-        storage_size=size,
-        storage_class=storage_class,
-        seeded_shards=kept.seeded(snap),
+        storage_size=held.size,
+        storage_class=held.storage_class,
+        seeded_shards=held.seeded,
         seed_jobs=tuple(job.shards for job in snap.seed_jobs),
         cache_replicas=cache_replicas,
-        ready_shards=counted.ready(shard_facts.existing_shards(snap)),
+        ready_shards=counted.ready(snap.existing_shards),
         registered_shards=len(counted.registered()),
         cache_ready_replicas=cache.ready if cache else 0,
         cache_ready=False,
         conditions=conditions,
         finalized=finalized,
-        pod_management_policy=policy,
-        claim_templates=claim_templates,
+        pod_management_policy=held.policy,
+        claim_templates=held.claim_templates,
         # A spec edited while stopping waits for the next start: no pod restarts on a new template now.
         cache_held=cache is not None,
         db_template=(sts.held_template() if sts else {}) or rendered.db,

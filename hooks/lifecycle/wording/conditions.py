@@ -15,7 +15,7 @@ from ...trouble.missing import MissingPod
 from ...trouble.stuck import StuckPod
 from ..decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
 from ..grace import Missing
-from ..kept import same_storage
+from ..kept import Kept
 from ..rollout import Rolling
 from .pods import (
     blocked_message,
@@ -100,8 +100,7 @@ def worse_than_asked(
     failing_roles: tuple[RoleTrouble, ...],
     shards: int,
     seed_failed: bool,
-    size: str,
-    storage_class: str | None,
+    kept: Kept,
     serving_ok: bool,
 ) -> list[tuple[str, str]]:
     """Reasons the ShardDB is worse than asked for, most pressing first."""
@@ -136,12 +135,12 @@ def worse_than_asked(
                 f"shards never shrink (their data would be lost), keeping {shards}",
             )
         )
-    if not same_storage(size, storage_class, spec.storage.size, spec.storage.storage_class_name):
+    if not kept.as_asked:
         problems.append(
             (
                 "StorageImmutable",
-                f"spec.storage cannot change once shards exist; keeping size {size}"
-                + (f" and class {storage_class}" if storage_class else ""),
+                f"spec.storage cannot change once shards exist; keeping size {kept.size}"
+                + (f" and class {kept.storage_class}" if kept.storage_class else ""),
             )
         )
     return problems
