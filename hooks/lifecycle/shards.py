@@ -19,11 +19,6 @@ from .decision import ShardSetAnswer
 from .rollout import Rendered, Rolling, Templates, rolling, rolling_sets
 
 
-def sets_settled(snap: Snapshot) -> bool:
-    """Every shard StatefulSet with members runs its latest template, as its controller has seen."""
-    return all(each.statefulset.rollout.settled(each.statefulset.replicas) for each in snap.shard_sets)
-
-
 def choose_sets(
     snap: Snapshot, rendered: Rendered, plan: Plan, shards: int, may_lag: bool, hold: bool = False
 ) -> tuple[tuple[ShardSetAnswer, ...], bool]:

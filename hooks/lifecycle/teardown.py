@@ -13,7 +13,7 @@ from . import kept
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
 from .rollout import Rendered
-from .wording.conditions import blocked
+from .wording.troubles import blocked
 
 
 def finalize(snap: Snapshot, rendered: Rendered) -> Decision:
@@ -29,13 +29,13 @@ def finalize(snap: Snapshot, rendered: Rendered) -> Decision:
     shards = snap.existing_shards if (cache_busy or snap.budgets) else 0
     if cache_busy:
         phase = Phase.DRAINING_CACHE
-        message = blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
+        message = blocked(snap.lost_pods, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
     elif snap.budgets:
         phase = Phase.DRAINING_CACHE
         message = "waiting for the disruption budgets to be deleted"
     elif _shards_busy(snap) or (sts is not None and shards != sts.replicas):
         phase = Phase.DRAINING_SHARDS
-        message = blocked(snap, f"waiting for {snap.shard_pods} shard pods to drain and exit", names.DB)
+        message = blocked(snap.lost_pods, f"waiting for {snap.shard_pods} shard pods to drain and exit", names.DB)
     else:
         phase = Phase.FINALIZED
         message = "cache and shards are gone; volumes are kept"
@@ -93,11 +93,11 @@ def hibernate(snap: Snapshot, rendered: Rendered) -> Decision:
         message = "waiting for the running seed Job to finish before the shards stop"
     elif cache_busy or cache is not None or snap.budgets:
         shards, cache_replicas = observed_shards, (0 if cache_busy and cache else None)
-        message = blocked(snap, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
+        message = blocked(snap.lost_pods, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
     else:
         shards, cache_replicas = 0, None
         draining = f"waiting for {snap.shard_pods} shard pods to drain and exit"
-        message = blocked(snap, draining, names.DB) if shards_busy else ""
+        message = blocked(snap.lost_pods, draining, names.DB) if shards_busy else ""
     asleep = not (seed_running or cache_busy or cache is not None or snap.budgets or shards_busy)
     phase = Phase.HIBERNATED if asleep else Phase.HIBERNATING
     if asleep:

@@ -17,20 +17,20 @@ from ..decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionS
 from ..grace import Missing
 from ..kept import Kept
 from ..rollout import Rolling
-from .pods import (
-    blocked_message,
+from .lists import capped
+from .troubles import (
     cache_message,
     children_message,
+    failing_message,
     lost_message,
     missing_waiting,
     pods_message,
     seed_message,
     stuck_waiting,
+    waiting_message,
 )
-from .roles import failing_message, waiting_message
 
 SHOWN_PODS = 3  # per component; the rest are counted
-MESSAGE_MAX = 1024  # a condition message stays readable in `kubectl describe`
 
 CHILDREN_MISSING = "ChildrenMissing"
 SHARD_PODS_MISSING = "ShardPodsMissing"
@@ -48,10 +48,6 @@ UNGUARDED = "commits are acknowledged by the primary alone, and no standby may t
 NOT_REJOINED = "it cannot take over from the primary; `patronictl reinit` in a member of the shard clones it again"
 
 APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new value> to roll it"
-
-
-def capped(message: str) -> str:
-    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
 
 
 def refused(refusal: Refusal | None) -> list[tuple[str, str]]:
@@ -252,12 +248,6 @@ def available_message(snap: Snapshot, available: bool, ready: int, serving: int,
 
 def degraded_message(problems: list[tuple[str, str]]) -> str:
     return capped("; ".join(message for _, message in problems)) if problems else "No problems observed."
-
-
-def blocked(snap: Snapshot, message: str, component: str) -> str:
-    """A stopping step's message, with what blocks it on a lost node and what a person may do."""
-    on_lost_node = blocked_message(snap.lost_pods, component)
-    return capped(f"{message}; {on_lost_node}") if on_lost_node else message
 
 
 def uncreated(pods: tuple[MissingPod, ...], roles: tuple[RoleTrouble, ...], standbys: tuple[RoleTrouble, ...]) -> str:

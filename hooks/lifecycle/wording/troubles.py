@@ -1,15 +1,18 @@
-"""What pods wait for within their start grace, which the ShardDB asked for and does not have past it, and which
-sit on a lost node: names only, never a controller's changing words, so a message stays put while it lasts.
+"""What pods wait for within their start grace, which the ShardDB asked for and does not have past it, which sit
+on a lost node, and what a shard with members waits for or has lacked past it: names only, never a controller's
+changing words, so a message stays put while it lasts.
 """
 
 from __future__ import annotations
 
 from ... import names
+from ...replication.health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING
+from ...replication.roles import AT_ONCE, RoleTrouble
 from ...trouble.lost import LostPod
 from ...trouble.missing import MissingPod
 from ...trouble.stuck import CORDONED, STUCK_ORDER, VOLUME_NODE, VOLUME_NODE_CORDONED, StuckPod
 from ..grace import WAITS_FOR
-from .lists import NOUNS, listed, noun
+from .lists import NOUNS, capped, listed, noun
 
 # --- pods waiting within their grace ---------------------------------------------------------------
 
@@ -152,3 +155,39 @@ def blocked_message(pods: tuple[LostPod, ...], component: str) -> str:
         f"once the node is known to be gone, taint it `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` "
         f"or `kubectl delete pod <pod> --grace-period=0 --force`"
     )
+
+
+# --- shards with members whose roles are not what they must be ------------------------------------------------
+
+# What a shard within its grace waits for, by its health's reason.
+ROLE_WAITS_FOR = {
+    NO_PRIMARY: "for Patroni to elect a primary",
+    NO_SYNC_STANDBY: "for a synchronous standby",
+    STANDBY_NOT_STREAMING: "for its standbys to stream",
+}
+
+
+def waiting_message(waiting: tuple[RoleTrouble, ...]) -> str:
+    """``shard demo-db-1 waiting for Patroni to elect a primary``, per reason; names only, so it stays put."""
+    groups: dict[str, list[str]] = {}
+    for trouble in waiting:
+        shards = groups.setdefault(trouble.reason, [])
+        if trouble.name not in shards:  # a shard with two standbys waiting is named once
+            shards.append(trouble.name)
+    return "; ".join(
+        f"shard{'' if len(shards) == 1 else 's'} {listed(shards)} waiting {ROLE_WAITS_FOR.get(reason, reason)}"
+        for reason, shards in groups.items()
+    )
+
+
+def failing_message(failing: tuple[RoleTrouble, ...], reason: str, grace_seconds: int) -> str:
+    """The failing shards of one ``reason``: each health message, and how long it has lasted when graced."""
+    messages = [trouble.message for trouble in failing if trouble.reason == reason]
+    lasted = "" if reason in AT_ONCE else f", for more than {grace_seconds} s"
+    return "; ".join(f"{message}{lasted}" for message in messages)
+
+
+def blocked(lost: tuple[LostPod, ...], message: str, component: str) -> str:
+    """A stopping step's message, with what blocks it on a lost node and what a person may do."""
+    on_lost_node = blocked_message(lost, component)
+    return capped(f"{message}; {on_lost_node}") if on_lost_node else message
