@@ -107,11 +107,12 @@ def _troubles(snap: Snapshot, shape: shard_facts.Shards, layout: shard_facts.Lay
     """Pods that wait a moment (for a node, a Secret) are progress until their grace runs out; so is what admission
     refused (pods and children asked for that do not exist) and a shard's roles, which Patroni mends."""
     seconds = snap.spec.pod_start_grace_seconds
+    found = roles.found(snap.shard_sets, snap.name)
     return _Troubles(
         pods=grace.triage(snap.stuck_pods, snap.now, seconds),
         unmet=grace.unmet(snap, seconds, children=not snap.spec.paused, shard_sets=shape.expected_sets(layout)),
-        roles=grace.split(roles.unready(snap.shard_sets, snap.name), snap.now, seconds),
-        standbys=grace.split(roles.standbys(snap.shard_sets, snap.name), snap.now, seconds),
+        roles=grace.split(found.unready, snap.now, seconds),
+        standbys=grace.split(found.standbys, snap.now, seconds),
     )
 
 

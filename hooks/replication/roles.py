@@ -30,41 +30,35 @@ class RoleTrouble:
     message: str
 
 
-# A trouble and when it began (None: it counts at once).
-Found = list[tuple[RoleTrouble, datetime | None]]
+@dataclass(frozen=True)
+class Found:
+    """Every shard's role trouble, each with when it began (None: it counts at once)."""
+
+    unready: list[tuple[RoleTrouble, datetime | None]]  # no primary, no sync standby, two primaries
+    standbys: list[tuple[RoleTrouble, datetime | None]]  # a standby of a shard with a primary that does not stream
 
 
-def unready(sets: Iterable[ShardSetView], parent: str) -> Found:
-    """Each shard whose roles are wrong, timed from when it last moved.
+def found(sets: Iterable[ShardSetView], parent: str) -> Found:
+    """Each shard whose roles are wrong, and each standby that does not stream, timed from when its shard last moved.
 
-    A shard scaled to zero asks for no member and has no trouble.
+    A shard scaled to zero asks for no member and has no trouble. A member pod that exists, is not
+    the primary, and that Patroni does not say streams is being cloned, starting, stopped, or cannot
+    follow the primary's timeline: past the grace it is named with Patroni's state, whether or not
+    the shard is ready without it.
     """
-    found: Found = []
-    for each in sets:
-        health = each.health
-        if health.ready or each.statefulset.replicas == 0:
-            continue
-        trouble = RoleTrouble(each.shard, names.shard_name(parent, each.shard), health.reason, health.message)
-        found.append((trouble, each.since if health.reason not in AT_ONCE else None))
-    return found
-
-
-def standbys(sets: Iterable[ShardSetView], parent: str) -> Found:
-    """The members of a shard with a primary that are standbys that do not stream, one trouble each.
-
-    A member pod that exists, is not the primary, and that Patroni does not say streams: it is
-    being cloned, starting, stopped, or cannot follow the primary's timeline. Past the grace it
-    is named with Patroni's state, whether or not the shard is ready without it.
-    """
-    found: Found = []
+    out = Found([], [])
     for each in sets:
         if each.statefulset.replicas == 0:
             continue
+        health = each.health
         scope = names.shard_name(parent, each.shard)
-        for member in each.health.not_streaming:
+        if not health.ready:
+            trouble = RoleTrouble(each.shard, scope, health.reason, health.message)
+            out.unready.append((trouble, each.since if health.reason not in AT_ONCE else None))
+        for member in health.not_streaming:
             message = (
-                f"shard {scope}: standby {member.name} does not stream from primary {each.health.primary} "
+                f"shard {scope}: standby {member.name} does not stream from primary {health.primary} "
                 f"(Patroni: {member.patroni_state})"
             )
-            found.append((RoleTrouble(each.shard, scope, STANDBY_NOT_STREAMING, message), each.since))
-    return found
+            out.standbys.append((RoleTrouble(each.shard, scope, STANDBY_NOT_STREAMING, message), each.since))
+    return out
