@@ -9,6 +9,7 @@ from datetime import datetime
 
 from .. import names
 from ..replication import roles
+from ..replication import shape as replication
 from ..replication.roles import RoleTrouble
 from ..replication.shape import Outcome
 from ..snapshot import Snapshot
@@ -16,19 +17,9 @@ from ..trouble.stuck import StuckPod
 from . import grace, kept, rollout
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
-from .wording.conditions import (
-    absent_problems,
-    available_message,
-    available_reason,
-    degraded_message,
-    newer_waiting,
-    progressing,
-    refused,
-    two_primaries,
-    uncreated,
-    waiting,
-    worse_than_asked,
-)
+from .wording.available import available_message, available_reason
+from .wording.degraded import absent_problems, degraded_message, refused, two_primaries, worse_than_asked
+from .wording.progressing import newer_waiting, progressing, uncreated, waiting
 
 MIN_CACHE_REPLICAS_FOR_BUDGET = 2  # a budget over one pod would block every node drain
 
@@ -73,9 +64,9 @@ class _Troubles:
 def sync(snap: Snapshot, rendered: rollout.Rendered) -> Decision:
     """The desired world of a ShardDB that runs: every gate that is open, and conditions that say where it stands."""
     spec, cache = snap.spec, snap.cache
-    outcome = shard_facts.replication_outcome(snap)
+    outcome = replication.decide(snap.name, snap.spec, snap.replication)
     shape = shard_facts.of(snap, outcome)
-    held = kept.of(snap)
+    held = kept.read(snap)
     gates = _gates(snap, shape, held.seeded, hold=outcome.hold)
     with_cache = cache is not None or gates.open  # once observed, the cache is always kept
     chosen = rollout.choose_templates(snap, rendered, with_cache, hold=outcome.hold)
@@ -149,25 +140,23 @@ def _conditions(
             serving.ok_or_starting,
         )
     )
+    degraded = ConditionState(
+        "Degraded", bool(problems), problems[0][0] if problems else "AsExpected", degraded_message(problems)
+    )
+    standbys = _alone(troubles.standbys.waiting, troubles.roles)
     moving = waiting(
         progressing(snap, phase, gates.shards, gates.ready, gates.registered, seed_failed, layout.plan),
         troubles.pods.waiting,
-        uncreated(
-            troubles.unmet.pods_waiting, troubles.roles.waiting, _alone(troubles.standbys.waiting, troubles.roles)
-        ),
+        uncreated(troubles.unmet.pods_waiting, troubles.roles.waiting, standbys),
     )
-    return (
-        ConditionState(
-            "Available",
-            available,
-            available_reason(snap, available, serving.ok, phase),
-            available_message(snap, available, serving_ready, serving.shards, tolerated),
-        ),
-        newer_waiting(moving, layout.chosen.newer),
-        ConditionState(
-            "Degraded", bool(problems), problems[0][0] if problems else "AsExpected", degraded_message(problems)
-        ),
+    moving = newer_waiting(moving, layout.chosen.newer)
+    available_now = ConditionState(
+        "Available",
+        available,
+        available_reason(snap, available, serving.ok, phase),
+        available_message(snap, available, serving_ready, serving.shards, tolerated),
     )
+    return (available_now, moving, degraded)
 
 
 def _decision(

@@ -25,7 +25,7 @@ class Kept:
     as_asked: bool  # the kept storage is what ``spec.storage`` asks
 
 
-def of(snap: Snapshot) -> Kept:
+def read(snap: Snapshot) -> Kept:
     """The seed memory, the volumes' size and class, and the StatefulSet's immutable fields."""
     size, storage_class = storage(snap)
     policy, claim_templates = immutable(snap)

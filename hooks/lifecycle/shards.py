@@ -93,11 +93,6 @@ def stopping_sets(snap: Snapshot, keep: bool) -> tuple[ShardSetAnswer, ...]:
     )
 
 
-def replication_outcome(snap: Snapshot) -> shape.Outcome:
-    """What ``spec.replication`` gets, given the shards that exist (``shape.decide``)."""
-    return shape.decide(snap.name, snap.spec, snap.replication)
-
-
 @dataclass(frozen=True)
 class Layout:
     """The shards' templates and where a change of them stands: with members, each shard's StatefulSet too."""

@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import names
+from ..replication import shape as replication
 from ..replication.shape import Outcome, Plan
 from ..snapshot import Snapshot
 from . import kept
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
 from .rollout import Rendered
-from .wording.troubles import blocked
+from .wording.progressing import blocked
 
 
 def finalize(snap: Snapshot, rendered: Rendered) -> Decision:
@@ -27,18 +28,22 @@ def finalize(snap: Snapshot, rendered: Rendered) -> Decision:
     cache_busy = _cache_busy(snap)
     # Never grow during deletion: keep what is observed until the cache and the budgets are gone.
     shards = snap.existing_shards if (cache_busy or snap.budgets) else 0
+    waits_on = ""  # the component whose pods the step waits for: a lost node may block them
     if cache_busy:
         phase = Phase.DRAINING_CACHE
-        message = blocked(snap.lost_pods, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
+        waits_on = names.CACHE
+        message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
     elif snap.budgets:
         phase = Phase.DRAINING_CACHE
         message = "waiting for the disruption budgets to be deleted"
     elif _shards_busy(snap) or (sts is not None and shards != sts.replicas):
         phase = Phase.DRAINING_SHARDS
-        message = blocked(snap.lost_pods, f"waiting for {snap.shard_pods} shard pods to drain and exit", names.DB)
+        waits_on = names.DB
+        message = f"waiting for {snap.shard_pods} shard pods to drain and exit"
     else:
         phase = Phase.FINALIZED
         message = "cache and shards are gone; volumes are kept"
+    message = blocked(snap.lost_pods, message, waits_on) if waits_on else message
     cleanup = _patroni_left(snap) if phase == Phase.FINALIZED else ""
     if cleanup:
         phase, message = Phase.DRAINING_SHARDS, cleanup
@@ -88,16 +93,18 @@ def hibernate(snap: Snapshot, rendered: Rendered) -> Decision:
     seed_running = any(not (job.succeeded or job.failed) for job in snap.seed_jobs)
     cache_busy = _cache_busy(snap)
     shards_busy = _shards_busy(snap)
+    waits_on = ""  # the component whose pods the step waits for: a lost node may block them
     if seed_running:
         shards, cache_replicas = max(snap.spec.shards, observed_shards), (0 if cache else None)
         message = "waiting for the running seed Job to finish before the shards stop"
     elif cache_busy or cache is not None or snap.budgets:
-        shards, cache_replicas = observed_shards, (0 if cache_busy and cache else None)
-        message = blocked(snap.lost_pods, f"waiting for {snap.cache_pods} cache pods to flush and exit", names.CACHE)
+        shards, cache_replicas, waits_on = observed_shards, (0 if cache_busy and cache else None), names.CACHE
+        message = f"waiting for {snap.cache_pods} cache pods to flush and exit"
     else:
         shards, cache_replicas = 0, None
-        draining = f"waiting for {snap.shard_pods} shard pods to drain and exit"
-        message = blocked(snap.lost_pods, draining, names.DB) if shards_busy else ""
+        waits_on = names.DB if shards_busy else ""
+        message = f"waiting for {snap.shard_pods} shard pods to drain and exit" if shards_busy else ""
+    message = blocked(snap.lost_pods, message, waits_on) if waits_on else message
     asleep = not (seed_running or cache_busy or cache is not None or snap.budgets or shards_busy)
     phase = Phase.HIBERNATED if asleep else Phase.HIBERNATING
     if asleep:
@@ -153,7 +160,7 @@ def stopping(
     sts, cache = snap.statefulset, snap.cache
     shape = _shape(snap)
     counted = shard_facts.of(snap, Outcome(shape))
-    held = kept.of(snap)
+    held = kept.read(snap)
     return Decision(
         phase=phase,
         shards=shards,
@@ -190,4 +197,4 @@ def _shape(snap: Snapshot) -> Plan | None:
     hibernated before its shards exist would otherwise be held to single copies on waking).
     """
     observed = snap.replication.plan
-    return observed if observed is not None else shard_facts.replication_outcome(snap).plan
+    return observed if observed is not None else replication.decide(snap.name, snap.spec, snap.replication).plan

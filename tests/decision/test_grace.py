@@ -14,7 +14,7 @@ import pytest
 
 from hooks.handler import MIN_RECHECK_SECONDS, recheck_after
 from hooks.lifecycle import Decision, Phase, decide, grace
-from hooks.lifecycle.wording.troubles import stuck_waiting
+from hooks.lifecycle.wording.progressing import stuck_waiting
 from hooks.spec import DEFAULT_POD_START_GRACE_SECONDS, MAX_POD_START_GRACE_SECONDS
 from hooks.trouble.stuck import STUCK_ORDER, StuckPod
 from hooks.workloads import SeedJobView

@@ -1,10 +1,12 @@
-"""How names are listed in a status message (a noun per component, a few names then a count), shared by every
-message so ``Degraded`` and ``Progressing`` list pods alike, and how long a message may grow.
+"""What every condition's words share: how names are listed in a message (a noun per component, a few names
+then a count) so ``Degraded`` and ``Progressing`` list pods alike, how long a message may grow, and which seed
+Job failed.
 """
 
 from __future__ import annotations
 
 from ... import names
+from ...snapshot import Snapshot
 
 NOUNS = {names.DB: "shard", names.SEED: "seed", names.CACHE: "cache"}
 SHOWN = 3  # pods named per group; the rest are counted
@@ -25,3 +27,12 @@ def noun(component: str) -> str:
 def capped(message: str) -> str:
     """At most ``MESSAGE_MAX`` characters, the cut marked."""
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+def seed_failure(snap: Snapshot, shards: int) -> str:
+    """Which seed Job failed and the Job controller's reason (a deadline, too many retries)."""
+    job = snap.seed_job(shards)
+    text = f"seed Job {names.seed_job_name(snap.name, shards)} failed"
+    if job is not None and job.reason:
+        text += f": {job.reason}" + (f" ({job.message})" if job.message else "")
+    return text

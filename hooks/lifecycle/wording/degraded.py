@@ -1,41 +1,32 @@
-"""The words of the status, apart from the decisions they report: each condition's reason and message as
-``kubectl describe`` shows them (``tests/docs/test_runbooks.py`` reads the reasons from this module).
+"""The words of ``Degraded``: each reason the ShardDB is worse than asked for, most pressing first, and the
+message that names what is missing, failing or lost (``tests/docs/test_runbooks.py`` reads the reasons here).
+Names only, never a controller's changing words, so a message stays put while it lasts.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ... import names
 from ...replication.health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES
-from ...replication.roles import RoleTrouble
+from ...replication.roles import AT_ONCE, RoleTrouble
 from ...replication.shape import Refusal
 from ...snapshot import Snapshot
+from ...trouble.lost import LostPod
 from ...trouble.missing import MissingPod
 from ...trouble.stuck import StuckPod
-from ..decision import COMPLETE, ROLLING_UPDATE, STATEFULSET_UPDATED, ConditionState, Phase
 from ..grace import Missing
 from ..kept import Kept
-from ..rollout import Rolling
-from .lists import capped
-from .troubles import (
-    cache_message,
-    children_message,
-    failing_message,
-    lost_message,
-    missing_waiting,
-    pods_message,
-    seed_message,
-    stuck_waiting,
-    waiting_message,
-)
+from .lists import capped, listed, noun, seed_failure
 
 SHOWN_PODS = 3  # per component; the rest are counted
 
 CHILDREN_MISSING = "ChildrenMissing"
+
 SHARD_PODS_MISSING = "ShardPodsMissing"
+
 NODE_LOST = "NodeLost"
+
 CACHE_PODS_MISSING = "CachePodsMissing"
+
 SEED_PODS_MISSING = "SeedPodsMissing"
 
 # A running shard without its synchronous standby: writes go on (Patroni's synchronous mode is not
@@ -46,8 +37,6 @@ UNGUARDED = "commits are acknowledged by the primary alone, and no standby may t
 # A standby that does not stream past the grace: Patroni did not bring it back by itself (a rewind or a
 # clone that fails, a timeline it cannot follow); it takes no part in a failover meanwhile.
 NOT_REJOINED = "it cannot take over from the primary; `patronictl reinit` in a member of the shard clones it again"
-
-APPLY_HINT = f"annotate the ShardDB {names.APPLY_TEMPLATES_ANNOTATION}=<a new value> to roll it"
 
 
 def refused(refusal: Refusal | None) -> list[tuple[str, str]]:
@@ -114,7 +103,7 @@ def worse_than_asked(
     if stalled := failing_message(failing_roles, STANDBY_NOT_STREAMING, grace_seconds):
         problems.append((STANDBY_NOT_STREAMING, f"{stalled}: {NOT_REJOINED}"))
     if seed_failed:
-        problems.append(("SeedFailed", f"{_seed_failure(snap, shards)}; inspect its logs, then delete it to retry"))
+        problems.append(("SeedFailed", f"{seed_failure(snap, shards)}; inspect its logs, then delete it to retry"))
     if names.SEED in failing:
         problems.append(("SeedPodsFailing", f"seed pods cannot start: {failing[names.SEED]}"))
     if snap.cache is not None and not serving_ok:
@@ -156,101 +145,71 @@ def _failing_pods(failing: tuple[StuckPod, ...]) -> dict[str, str]:
     }
 
 
-def _seed_failure(snap: Snapshot, shards: int) -> str:
-    """Which seed Job failed and the Job controller's reason (a deadline, too many retries)."""
-    job = snap.seed_job(shards)
-    text = f"seed Job {names.seed_job_name(snap.name, shards)} failed"
-    if job is not None and job.reason:
-        text += f": {job.reason}" + (f" ({job.message})" if job.message else "")
-    return text
-
-
-def progressing(
-    snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int, seed_failed: bool, plan: Rolling
-) -> ConditionState:
-    """Moving toward the spec: the lifecycle's next gate, else a rollout, else complete."""
-    if seed_failed:
-        return ConditionState("Progressing", False, "SeedFailed", _seed_failure(snap, shards))
-    if phase != Phase.AVAILABLE:
-        return ConditionState(
-            "Progressing", True, phase.value, _progress_message(snap, phase, shards, ready, registered)
-        )
-    if plan.shards_rolling:
-        waiting = "; the cache rolls after them" if plan.cache_held else ""
-        order = "; a Job evicts each shard's standbys first, then its primary" if snap.shard_sets else ""
-        message = f"{plan.shards_updated}/{shards} shards updated{order}{waiting}"
-        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
-    if plan.shards_unobserved and snap.statefulset is not None:
-        # Its revisions are the last spec's until it reads this one: "all updated" would be a lie.
-        generation = snap.statefulset.rollout.generation
-        message = f"the StatefulSet's controller has not yet observed its generation {generation}"
-        return ConditionState("Progressing", True, STATEFULSET_UPDATED, message)
-    if plan.cache_held:
-        message = f"shards updated; the cache waits until all {shards} are ready and registered"
-        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
-    if plan.cache_rolling and snap.cache is not None:
-        message = f"cache {snap.cache.rollout.updated}/{snap.spec.cache.replicas} replicas updated"
-        return ConditionState("Progressing", True, ROLLING_UPDATE, message)
-    return ConditionState("Progressing", False, COMPLETE, f"{shards} shards seeded, registered and cached")
-
-
-def _progress_message(snap: Snapshot, phase: Phase, shards: int, ready: int, registered: int) -> str:
-    if phase == Phase.PROVISIONING:
-        return f"{ready}/{shards} shards ready"
-    if phase == Phase.SEEDING:
-        return f"seeding {shards} shards"
-    if phase == Phase.REGISTERING:
-        return f"{registered}/{shards} shards registered in discovery"
-    ready_cache = snap.cache.ready if snap.cache else 0
-    return f"cache {ready_cache}/{snap.spec.cache.replicas} replicas ready"
-
-
-def waiting(progressing: ConditionState, pods: tuple[StuckPod, ...], uncreated: str = "") -> ConditionState:
-    """Pods within their grace keep the ShardDB progressing, and the message says what they wait for.
-
-    A stop that needs a person (a failed seed) stays a stop.
-    """
-    if not pods and not uncreated:
-        return progressing
-    message = "; ".join(part for part in (uncreated, stuck_waiting(pods)) if part)
-    if progressing.status:
-        return replace(progressing, message=capped(f"{progressing.message}; {message}"))
-    if progressing.reason == COMPLETE:
-        return ConditionState("Progressing", True, "PodsStarting", capped(message))
-    return progressing
-
-
-def newer_waiting(progressing: ConditionState, newer: tuple[str, ...]) -> ConditionState:
-    """Once nothing else moves, Progressing says which newer template waits, and how to roll it."""
-    if not newer or progressing.status:
-        return progressing
-    held = f"; a newer pod template waits for the {' and the '.join(newer)}: {APPLY_HINT}"
-    return replace(progressing, message=capped(progressing.message + held))
-
-
-def available_reason(snap: Snapshot, available: bool, serving_ok: bool, phase: Phase) -> str:
-    if available:
-        return "Ready"
-    if snap.cache is not None:
-        return "CacheNotReady" if serving_ok else "ShardsUnavailable"
-    return phase.value
-
-
-def available_message(snap: Snapshot, available: bool, ready: int, serving: int, tolerated: int) -> str:
-    if available:
-        restarting = " (one restarting for a rolling update)" if tolerated and ready < serving else ""
-        return f"{serving} shards and the cache are serving{restarting}"
-    if snap.cache is None:
-        return "the cache has not started yet"
-    cache = f"cache {snap.cache.ready}/{snap.spec.cache.replicas} ready"
-    return f"{min(ready, serving)}/{serving} serving shards ready; {cache}"
-
-
 def degraded_message(problems: list[tuple[str, str]]) -> str:
     return capped("; ".join(message for _, message in problems)) if problems else "No problems observed."
 
 
-def uncreated(pods: tuple[MissingPod, ...], roles: tuple[RoleTrouble, ...], standbys: tuple[RoleTrouble, ...]) -> str:
-    """What Progressing says waits to be created or to take its role: shard pods, shards' roles, standbys."""
-    parts = (missing_waiting(pods) if pods else "", waiting_message(roles), waiting_message(standbys))
-    return "; ".join(part for part in parts if part)
+def pods_message(name: str, pods: tuple[MissingPod, ...], grace_seconds: int) -> str:
+    """``shard pod demo-db-1 does not exist 120 s after the StatefulSet asked for it: read …``."""
+    pod_names = [pod.name for pod in pods]
+    one = len(pod_names) == 1
+    subject = f"shard pod{'' if one else 's'} {listed(pod_names)} {'does' if one else 'do'} not exist"
+    owners = list(dict.fromkeys(pod.statefulset or names.db_name(name) for pod in pods))
+    several = len(owners) > 1
+    return (
+        f"{subject} {grace_seconds} s after {'their StatefulSets' if several else 'the StatefulSet'} asked for "
+        f"{'it' if one else 'them'}: read `kubectl describe statefulset {' '.join(owners)}` (its FailedCreate events)"
+    )
+
+
+def children_message(name: str, children: tuple[str, ...], grace_seconds: int) -> str:
+    """``StatefulSet demo-db does not exist 120 s after the ShardDB was created: read …``."""
+    one = len(children) == 1
+    return (
+        f"{' and '.join(children)} {'does' if one else 'do'} not exist {grace_seconds} s after the ShardDB was "
+        f"created: read the ShardDB's events (`kubectl describe sharddb {name}`: SyncError)"
+    )
+
+
+def seed_message(name: str, shards: tuple[int, ...], grace_seconds: int) -> str:
+    """``seed Job demo-seed-3 has no pod 120 s after it started: read …``."""
+    jobs = [names.seed_job_name(name, count) for count in shards]
+    return "; ".join(
+        f"seed Job {job} has no pod {grace_seconds} s after it started: "
+        f"read `kubectl describe job {job}` (its FailedCreate events)"
+        for job in jobs
+    )
+
+
+def cache_message(name: str, refused: str) -> str:
+    """``cache pods cannot be created: pods "demo-cache-7c9f4-" is forbidden: …; read …``."""
+    return (
+        f"cache pods cannot be created: {refused}; read `kubectl describe deployment {names.cache_name(name)}` "
+        "(its ReplicaFailure condition) and its ReplicaSet's FailedCreate events"
+    )
+
+
+def _on_node(pods: list[LostPod]) -> str:
+    by_noun: dict[str, list[str]] = {}
+    for pod in pods:
+        by_noun.setdefault(noun(pod.component), []).append(pod.name)
+    return ", ".join(f"{noun} {listed(on)}" for noun, on in by_noun.items())
+
+
+def lost_message(pods: tuple[LostPod, ...]) -> str:
+    """Per lost node, the condition that shows it and the shards and cache pods on it."""
+    nodes: dict[str, list[LostPod]] = {}
+    for pod in pods:
+        nodes.setdefault(pod.node, []).append(pod)
+    return "; ".join(
+        f"node {node} is lost, as its pods show ({on[0].evidence}): on it {_on_node(on)}; "
+        f"read `kubectl describe node {node}`"
+        for node, on in nodes.items()
+    )
+
+
+def failing_message(failing: tuple[RoleTrouble, ...], reason: str, grace_seconds: int) -> str:
+    """The failing shards of one ``reason``: each health message, and how long it has lasted when graced."""
+    messages = [trouble.message for trouble in failing if trouble.reason == reason]
+    lasted = "" if reason in AT_ONCE else f", for more than {grace_seconds} s"
+    return "; ".join(f"{message}{lasted}" for message in messages)
