@@ -62,6 +62,26 @@ class Snapshot:
         return any(child is not None and child.made.inputs is None for child in workloads)
 
     @property
+    def edited(self) -> bool:
+        """The spec changed since the last answer: the generation it saw is older than the parent's.
+
+        Without a status saying so, only the spec a ShardDB was created with (generation 1) is
+        known to have made its children; any later one may not have reached them.
+        """
+        return self.generation > (self.answered_generation if self.answered_generation is not None else 1)
+
+    @property
+    def unrecorded_generation(self) -> int | None:
+        """The generation a child without a record is known to match, while an edit may not have reached it.
+
+        Metacontroller writes the status even where a child's write failed; kept there, the edit still
+        rolls at the next answer instead of the spec reading as unchanged. None once nothing lags.
+        """
+        if not self.unrecorded() or not self.edited:
+            return None
+        return self.answered_generation if self.answered_generation is not None else 1
+
+    @property
     def existing_shards(self) -> int:
         """Shards that exist: today's StatefulSet's replicas, or one past the highest shard with members."""
         if self.statefulset is not None:

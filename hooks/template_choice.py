@@ -8,7 +8,7 @@ template it runs until its user asks for a change: a spec change that shapes its
 wait (``EPOCH``). What a template was made from is recorded on the child itself.
 
 A child an older version made has no record. It counts as made from the current spec only
-while the spec is unchanged since the last answer (``edited``) and that answer held nothing
+while the spec is unchanged since the last answer (``Snapshot.edited``) and that answer held nothing
 back: an edit made after an upgrade and before the first answer that records it still rolls.
 """
 
@@ -71,26 +71,6 @@ class Recorded:
 class Choice:
     template: dict[str, Any]
     waiting: bool  # a newer template than the one kept is held back
-
-
-def edited(generation: int, answered: int | None) -> bool:
-    """The spec changed since the last answer: the generation it saw is older than the parent's.
-
-    Without a status saying so, only the spec a ShardDB was created with (generation 1) is
-    known to have made its children; any later one may not have reached them.
-    """
-    return generation > (answered if answered is not None else 1)
-
-
-def unrecorded_generation(generation: int, answered: int | None, unrecorded: bool) -> int | None:
-    """The generation a child without a record is known to match, while an edit may not have reached it.
-
-    Metacontroller writes the status even where a child's write failed; kept there, the edit still
-    rolls at the next answer instead of the spec reading as unchanged. None once nothing lags.
-    """
-    if not unrecorded or not edited(generation, answered):
-        return None
-    return answered if answered is not None else 1
 
 
 def choose(

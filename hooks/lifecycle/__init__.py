@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import names, template_choice
+from .. import names
 from ..snapshot import Snapshot
 from .decision import ConditionState, Decision, Phase
 from .gates import paused, sync
@@ -28,8 +28,7 @@ def decide(snap: Snapshot) -> Decision:
     Every answer carries the memory of an edit a child without a template record still lags,
     frozen or stopping ones too, so the edit rolls once the children may roll again.
     """
-    lags = template_choice.unrecorded_generation(snap.generation, snap.answered_generation, snap.unrecorded())
-    return replace(_decide(snap, render(snap)), unrecorded_generation=lags)
+    return replace(_decide(snap, render(snap)), unrecorded_generation=snap.unrecorded_generation)
 
 
 def _decide(snap: Snapshot, rendered: Rendered) -> Decision:

@@ -27,20 +27,12 @@ class Kept:
 
 def read(snap: Snapshot) -> Kept:
     """The seed memory, the volumes' size and class, and the StatefulSet's immutable fields."""
-    size, storage_class = storage(snap)
-    policy, claim_templates = immutable(snap)
-    asked = snap.spec.storage
-    return Kept(
-        seeded(snap),
-        size,
-        storage_class,
-        policy,
-        claim_templates,
-        same_storage(size, storage_class, asked.size, asked.storage_class_name),
-    )
+    size, storage_class, as_asked = _storage(snap)
+    policy, claim_templates = _immutable(snap)
+    return Kept(_seeded(snap), size, storage_class, policy, claim_templates, as_asked)
 
 
-def seeded(snap: Snapshot) -> int:
+def _seeded(snap: Snapshot) -> int:
     """Largest shard count whose seed finished, from every place that remembers it."""
     from_jobs = max((job.shards for job in snap.seed_jobs if job.succeeded), default=0)
     from_sts = snap.statefulset.seeded_annotation if snap.statefulset else 0
@@ -49,24 +41,24 @@ def seeded(snap: Snapshot) -> int:
     return max(snap.prior_seeded, from_sts, from_jobs, from_sets)
 
 
-def storage(snap: Snapshot) -> tuple[str, str | None]:
-    """Volume claim templates are immutable: once the StatefulSet (or a shard's, with members) exists, keep them."""
+def _storage(snap: Snapshot) -> tuple[str, str | None, bool]:
+    """Volume claim templates are immutable: once the StatefulSet (or a shard's, with members) exists, keep them.
+
+    Also whether they are what the spec asks, compared by value: ``1024Mi`` asks for exactly the
+    ``1Gi`` the server stored.
+    """
     sts = snap.statefulset or (snap.shard_sets[0].statefulset if snap.shard_sets else None)
-    if sts is not None and sts.storage_size is not None:
-        return sts.storage_size, sts.storage_class
-    return quantity.canonical(snap.spec.storage.size), snap.spec.storage.storage_class_name
-
-
-def same_storage(size: str, storage_class: str | None, asked: str, asked_class: str | None) -> bool:
-    """Compared by value: ``1024Mi`` asks for exactly the ``1Gi`` the server stored."""
+    asked = snap.spec.storage
+    if sts is None or sts.storage_size is None:
+        return quantity.canonical(asked.size), asked.storage_class_name, True
     try:
-        same_size = quantity.parse(size) == quantity.parse(asked)
+        same_size = quantity.parse(sts.storage_size) == quantity.parse(asked.size)
     except quantity.QuantityError:
-        same_size = size == asked
-    return same_size and storage_class == asked_class
+        same_size = sts.storage_size == asked.size
+    return sts.storage_size, sts.storage_class, same_size and sts.storage_class == asked.storage_class_name
 
 
-def immutable(snap: Snapshot) -> tuple[str, tuple[dict[str, Any], ...]]:
+def _immutable(snap: Snapshot) -> tuple[str, tuple[dict[str, Any], ...]]:
     """What an existing StatefulSet keeps as it is: its pod management policy and claim templates."""
     sts = snap.statefulset
     if sts is None:

@@ -30,12 +30,10 @@ class Rendered:
 def render(snap: Snapshot) -> Rendered:
     """The templates of today's spec, and their records (``made``)."""
     spec = snap.spec
-    return Rendered(
-        pod_templates.db_template(snap.name, spec),
-        pod_templates.cache_template(snap.name, spec),
-        made(snap, template_choice.inputs(spec, names.DB)),
-        made(snap, template_choice.inputs(spec, names.CACHE)),
-    )
+    db, cache = pod_templates.db_template(snap.name, spec), pod_templates.cache_template(snap.name, spec)
+    db_inputs, cache_inputs = template_choice.inputs(spec, names.DB), template_choice.inputs(spec, names.CACHE)
+    epoch, applied = template_choice.EPOCH, snap.apply_templates
+    return Rendered(db, cache, TemplateRecord(db_inputs, epoch, applied), TemplateRecord(cache_inputs, epoch, applied))
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def choose_templates(snap: Snapshot, rendered: Rendered, with_cache: bool, *, ho
     if hold:
         return held_templates(snap, rendered, with_cache)
     sts, cache = snap.statefulset, snap.cache
-    edited = template_choice.edited(snap.generation, snap.answered_generation)
+    edited = snap.edited
     db_choice = _choose(snap, sts.recorded() if sts else None, rendered.db, rendered.db_made, edited)
     cache_choice = template_choice.Choice({}, waiting=False)
     if with_cache:

@@ -186,7 +186,7 @@ class Members:
         snap, plan = self.snap, self.outcome.plan
         if plan is None:  # refused before any shard existed: no StatefulSet is rendered
             return Layout(chosen, rolling(snap, shards, ready, all_registered, chosen))
-        edited = template_choice.edited(snap.generation, snap.answered_generation)
+        edited = snap.edited
         sets, held_back = choose_sets(snap, chosen.rendered, plan, shards, edited, self.outcome.hold)
         chosen = replace(chosen, db=template_choice.Choice(chosen.db.template, waiting=held_back))
         moving = rolling_sets(snap, sets, shards, ready, all_registered, chosen)

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from hooks import names, pod_templates, template_choice
 from hooks.last_applied import LAST_APPLIED
+from hooks.snapshot import Snapshot
 from hooks.spec import ShardDBSpec
+from hooks.workloads import TemplateRecord
 from testbed.models.world import Hook, Obj, World, bring_up, sharddb, step
 
 from ..support.hook import direct
+from ..support.snapshots import sts
 
 BASE: dict[str, Any] = {"shards": 3, "dbImage": "postgres:16", "cache": {"image": "redis:7", "replicas": 2}}
 OLD_DEFAULT = {"name": "SHARDDB_OLD_DEFAULT", "value": "1"}
@@ -170,21 +174,27 @@ def test_a_recorded_child_trusts_its_record_over_the_generation() -> None:
     assert template_choice.choose(recorded(), RENDERED, "abc", None, may_lag=True).waiting
 
 
+def _seen(generation: int, answered: int | None, *, unrecorded: bool = False) -> Snapshot:
+    """A ShardDB at ``generation`` whose last answer saw ``answered``; its StatefulSet without a record if asked."""
+    statefulset = sts() if unrecorded else replace(sts(), made=TemplateRecord("abc", template_choice.EPOCH))
+    return Snapshot("demo", "default", generation, spec(), statefulset=statefulset, answered_generation=answered)
+
+
 def test_the_spec_is_edited_when_the_parent_is_newer_than_the_last_answer_saw() -> None:
-    assert template_choice.edited(5, answered=4)
-    assert not template_choice.edited(4, answered=4)
+    assert _seen(5, answered=4).edited
+    assert not _seen(4, answered=4).edited
 
 
 def test_without_a_status_only_a_never_edited_sharddb_counts_as_unedited() -> None:
-    assert not template_choice.edited(1, answered=None)
-    assert template_choice.edited(2, answered=None)
+    assert not _seen(1, answered=None).edited
+    assert _seen(2, answered=None).edited
 
 
 def test_the_status_remembers_what_a_child_without_a_record_lags_until_nothing_lags() -> None:
-    assert template_choice.unrecorded_generation(5, answered=4, unrecorded=True) == 4
-    assert template_choice.unrecorded_generation(5, answered=None, unrecorded=True) == 1
-    assert template_choice.unrecorded_generation(4, answered=4, unrecorded=True) is None
-    assert template_choice.unrecorded_generation(5, answered=4, unrecorded=False) is None
+    assert _seen(5, answered=4, unrecorded=True).unrecorded_generation == 4
+    assert _seen(5, answered=None, unrecorded=True).unrecorded_generation == 1
+    assert _seen(4, answered=4, unrecorded=True).unrecorded_generation is None
+    assert _seen(5, answered=4, unrecorded=False).unrecorded_generation is None
 
 
 def test_a_new_apply_templates_value_applies_the_rendered_template_once() -> None:
