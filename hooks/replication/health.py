@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import names
-from .marks import RUNNING, STREAMING, Endpoint, Failover, MemberPod, SyncRecord
+from .marks import RUNNING, STREAMING, Failover, MemberPod, SyncRecord
 from .shape import Plan
 
 # Why a shard with members is not ready (``ShardHealth.reason``): the status names each, and the
@@ -185,8 +185,3 @@ def _readiness(shard: str, plan: Plan, members: list[MemberPod], sync_record: Sy
         sync,
         streaming,
     )
-
-
-def registered(primary: str | None, endpoints: list[Endpoint]) -> bool:
-    """The shard's primary is a ready endpoint of its ``<shard>-primary`` Service, so clients and the cache reach it."""
-    return primary is not None and any(each.pod == primary and each.ready is not False for each in endpoints)

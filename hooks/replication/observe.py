@@ -17,7 +17,7 @@ from .. import clock, names
 from ..hook_request import Children, EndpointSlice, Pod, Related, StatefulSet
 from ..trouble.missing import MissingPod, missing_pods
 from ..workloads import StatefulSetView
-from .health import registered, shard_health
+from .health import shard_health
 from .marks import Endpoint, Failover, MemberPod, SyncRecord
 from .sets import ShardSetView
 from .shape import Observed, Plan
@@ -144,3 +144,8 @@ def _endpoints(slices: Mapping[str, EndpointSlice], service: str) -> list[Endpoi
             pod = endpoint.target_ref.name if endpoint.target_ref and endpoint.target_ref.kind in ("Pod", "") else ""
             out.append(Endpoint(pod or endpoint.hostname or None, endpoint.conditions.ready))
     return out
+
+
+def registered(primary: str | None, endpoints: list[Endpoint]) -> bool:
+    """The shard's primary is a ready endpoint of its ``<shard>-primary`` Service, so clients and the cache reach it."""
+    return primary is not None and any(each.pod == primary and each.ready is not False for each in endpoints)

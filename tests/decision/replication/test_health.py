@@ -1,14 +1,14 @@
 """``hooks/replication/health.py``: when a shard with members is ready, and each member's state and lag.
 
 Ready is a primary's readiness, not a pod's: one member labelled primary, Ready and running, and, when
-synchronous, a standby streaming as its synchronous standby; a primary is registered once it is a
-ready endpoint of its ``-primary`` Service. Patroni's marks are built as ``marks`` reads them.
+synchronous, a standby streaming as its synchronous standby. Patroni's marks are built as ``marks``
+reads them.
 """
 
 from __future__ import annotations
 
-from hooks.replication.health import MemberState, ShardHealth, member_states, registered, shard_health
-from hooks.replication.marks import Endpoint, MemberPod, SyncRecord
+from hooks.replication.health import MemberState, ShardHealth, member_states, shard_health
+from hooks.replication.marks import MemberPod, SyncRecord
 from hooks.replication.shape import Plan
 
 from ...support.replication import HEAD_LSN, TWO, following, marked, patroni_status, primary, standby
@@ -156,13 +156,3 @@ def test_a_standby_not_streaming_is_named_once_the_shard_has_a_primary() -> None
 
 def test_no_standby_is_named_not_streaming_while_the_shard_has_no_primary() -> None:
     assert health([primary(ready=False), standby(state="starting", replication_state=None)]).not_streaming == ()
-
-
-# --- registered ---------------------------------------------------------------------------------------------
-
-
-def test_a_primary_is_registered_once_it_is_a_ready_endpoint_of_its_primary_service() -> None:
-    assert registered("demo-db-0-0", [Endpoint("demo-db-0-0")])
-    assert not registered("demo-db-0-0", [Endpoint("demo-db-0-0", ready=False)])
-    assert not registered("demo-db-0-0", [Endpoint("demo-db-0-1", ready=True)])
-    assert not registered(None, [Endpoint(None)])
