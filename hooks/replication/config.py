@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import names, quantity
 from ..spec import MEBIBYTE, ShardDBSpec
+from . import tls
 from .callback import callbacks
 
 Obj = dict[str, Any]
@@ -74,8 +75,11 @@ class PatroniConfig:
             "kubernetes": self._kubernetes(),
             # Unsafe calls (switchover, restart, a config change) only from a member's address, and with
             # the REST API's credentials (PATRONI_RESTAPI_USERNAME/PASSWORD, from the user's Secret);
-            # the NetworkPolicy keeps everyone else from reaching the port at all.
-            "restapi": {"listen": f"0.0.0.0:{PATRONI_PORT}", "allowlist_include_members": True},
+            # the NetworkPolicy keeps everyone else from reaching the port at all. HTTPS only (``tls``).
+            "restapi": {"listen": f"0.0.0.0:{PATRONI_PORT}", "allowlist_include_members": True, **tls.restapi()},
+            # patronictl in a member (the runbooks') calls the members over HTTPS: no CA is shared, so it
+            # verifies no certificate, as Patroni's own calls between members do not.
+            "ctl": {"insecure": True},
             "bootstrap": self._bootstrap(),
             "postgresql": self._postgresql(),
         }
@@ -123,22 +127,24 @@ class PatroniConfig:
             "listen": f"0.0.0.0:{self.port}",
             # A slot keeps WAL for a standby that is away; past this bound the primary lets it go and
             # the standby catches up by cloning anew, rather than the primary's volume filling.
-            "parameters": {"max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB"},
+            "parameters": {"max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB", **tls.server_parameters()},
             # A new primary takes the primary label off its shard's other members (``callback``).
             "callbacks": callbacks(),
             "data_dir": f"{data}/pgdata",
             # On the volume: the root filesystem may be read-only.
             "pgpass": f"{data}/pgpass",
+            # The superuser's settings serve Patroni's own session and pg_rewind's from another member.
             "authentication": {
-                "superuser": {"username": SUPERUSER},
-                "replication": {"username": REPLICATION_USER},
+                "superuser": {"username": SUPERUSER, **tls.client()},
+                "replication": {"username": REPLICATION_USER, **tls.client()},
             },
             # Trust on the pod's own socket only (as the official image does, and as the image
-            # recipe's Patroni tests ran); every address needs a password.
+            # recipe's Patroni tests ran); every address needs TLS and a password: a session without
+            # TLS finds no line, and is refused.
             "pg_hba": [
                 "local all all trust",
-                f"host replication {REPLICATION_USER} all scram-sha-256",
-                "host all all all scram-sha-256",
+                f"hostssl replication {REPLICATION_USER} all scram-sha-256",
+                "hostssl all all all scram-sha-256",
             ],
         }
 

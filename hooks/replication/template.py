@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import names
 from ..spec import ShardDBSpec
-from . import callback
+from . import callback, tls
 from .config import (
     CONFIG_ANNOTATION,
     CONFIG_DIR,
@@ -73,8 +73,9 @@ def patroni_env(port: int) -> list[Obj]:
 
 
 def _http_probe(path: str, period: int, failures: int) -> Obj:
+    """Patroni's REST API serves HTTPS only; the kubelet checks no certificate."""
     return {
-        "httpGet": {"path": path, "port": PATRONI_PORT_NAME, "scheme": "HTTP"},
+        "httpGet": {"path": path, "port": PATRONI_PORT_NAME, "scheme": "HTTPS"},
         "periodSeconds": period,
         "failureThreshold": failures,
     }
@@ -133,7 +134,10 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     container["volumeMounts"] = [
         *container.get("volumeMounts", []),
         {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+        tls.mount(),
     ]
+    # The member's TLS key and certificate, made before PostgreSQL or Patroni starts (``tls``).
+    pod["initContainers"] = [*pod.get("initContainers", []), tls.init_container(container)]
     annotation = f"metadata.annotations['{CONFIG_ANNOTATION}']"
     pod["volumes"] = [
         *pod.get("volumes", []),
@@ -144,5 +148,6 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
                 "defaultMode": DOWNWARD_API_DEFAULT_MODE,
             },
         },
+        tls.volume(),
     ]
     return template

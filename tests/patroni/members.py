@@ -14,6 +14,7 @@ rendered configuration needs here.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import random
 import re
@@ -31,6 +32,7 @@ from hooks.names import shard_name
 from hooks.replication import config as patroni_config
 from hooks.replication import objects as patroni_objects
 from hooks.replication import template as member_pods
+from hooks.replication import tls
 from testbed.real.apiclient import ApiClient
 from testbed.real.machine import podman_runtime
 from tools.image.builders import ulimits_below_own
@@ -217,11 +219,41 @@ class Member:
         }
         response = shard.kube.create(pod, shard.namespace)
         assert response.status_code == 201, response.text
+        self.tls = shard.folder / f"tls-{index}"  # what the pod's memory-backed emptyDir gives the member
         try:
+            self._make_tls()
             self._run({**member_env(shard, self.name, self.address), **(env or {})})
         except PodmanError:
             self.remove()  # a container that runc could not start is left created
             raise
+
+    def _make_tls(self) -> None:
+        """The rendered init container: its very command, in the member's image, with the pod's restrictions."""
+        shutil.rmtree(self.tls, ignore_errors=True)  # each pod has an emptyDir of its own
+        self.tls.mkdir()
+        self.tls.chmod(0o777)  # as an emptyDir is made
+        init = tls.init_container({"image": self.shard.image})
+        values = {var["name"]: self.name for var in init["env"]}  # metadata.name, the one field it reads
+        command = [re.sub(r"\$\((\w+)\)", lambda found: values[found.group(1)], arg) for arg in init["command"]]
+        podman(
+            "run",
+            "--rm",
+            "--pull",
+            "never",
+            "--network",
+            "none",
+            "--read-only",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            *ulimits_below_own(),
+            "--volume",
+            f"{self.tls}:{tls.DIRECTORY}",
+            "--entrypoint",
+            json.dumps(command),
+            self.shard.image,
+        )
 
     def _run(self, env: dict[str, str]) -> None:
         shard, container = self.shard, self.container
@@ -251,6 +283,8 @@ class Member:
             f"{config}:{patroni_config.CONFIG_DIR}/{patroni_config.CONFIG_FILE}:ro",
             "--volume",
             f"{shard.folder / 'secrets'}:{SECRETS_DIR}:ro",
+            "--volume",
+            f"{self.tls}:{tls.DIRECTORY}:ro",
             *(arg for name, value in env.items() for arg in ("--env", f"{name}={value}")),
             shard.image,
         )

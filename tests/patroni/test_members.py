@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from hooks.names import FOLLOWER_LABEL_VALUE, LEADER_LABEL_VALUE, ROLE_LABEL, SCOPE_LABEL
 from hooks.replication import config as patroni_config
+from hooks.replication import tls
 from hooks.replication.health import MemberState, member_states
 from hooks.replication.marks import Failover, MemberPod
 
-from .members import LOCAL_CLIENT, PASSWORDS, Member, Shard, wait_for
+from .members import DB_PORT, LOCAL_CLIENT, PASSWORDS, Member, Shard, podman, wait_for
 
 
 def test_a_lone_member_takes_the_shards_leader_lock(shard: Shard, leader: Member) -> None:
@@ -81,8 +84,8 @@ def test_the_members_account_may_patch_only_its_own_sharddbs_pods_and_configmaps
 
 def config_patch(member: Member, *, auth: tuple[str, str] | None, source: str = LOCAL_CLIENT) -> int:
     """A ``PATCH /config`` that changes nothing (``ttl`` as it is), from ``source``: its answer's status."""
-    transport = httpx.HTTPTransport(local_address=source)
-    url = f"http://{member.address}:{patroni_config.PATRONI_PORT}/config"
+    transport = httpx.HTTPTransport(local_address=source, verify=False)  # a member's own certificate: no CA
+    url = f"https://{member.address}:{patroni_config.PATRONI_PORT}/config"
     with httpx.Client(transport=transport, timeout=10) as client:
         if auth is None:
             return client.patch(url, json=SAME).status_code
@@ -107,6 +110,43 @@ def test_an_unsafe_call_from_an_address_that_is_no_member_is_refused_even_with_t
 ) -> None:
     """The members' allowlist (``allowlist_include_members``): here every member and the host's loopback."""
     assert config_patch(leader, auth=RESTAPI, source="127.0.0.9") == 403
+
+
+# --- TLS between members, and to them (``hooks/replication/tls.py``) ----------------------------------------
+
+
+def test_the_standby_streams_from_the_primary_over_tls(leader: Member, standby: Member) -> None:
+    streaming = "SELECT count(*) FROM pg_stat_replication"
+    wait_for(f"{standby.name} streams", lambda: leader.sql(streaming) == "1", [leader, standby])
+    sessions = "SELECT r.application_name, s.ssl FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid)"
+    assert leader.sql(sessions) == f"{standby.name}|t"
+
+
+def psql_from(member: Member, to: Member, sslmode: str) -> subprocess.CompletedProcess[str]:
+    """The superuser's password, from ``member``'s container to ``to``'s address, asking for ``sslmode``."""
+    password = f"PGPASSWORD={PASSWORDS['PATRONI_SUPERUSER_PASSWORD']}"
+    target = f"host={to.address} port={DB_PORT} user=postgres dbname=postgres sslmode={sslmode}"
+    command = ["podman", "exec", "--env", password, member.container, "psql", target, "-XqAtc", "SELECT 1"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_session_without_tls_is_refused_even_with_the_password(leader: Member, standby: Member) -> None:
+    refused = psql_from(standby, leader, "disable")
+    assert refused.returncode != 0
+    assert "no encryption" in refused.stderr, refused.stderr
+    assert psql_from(standby, leader, "require").stdout.strip() == "1"  # the refusal is TLS's, not the password's
+
+
+def test_the_rest_api_answers_https_only(leader: Member) -> None:
+    transport = httpx.HTTPTransport(local_address=LOCAL_CLIENT, verify=False)
+    with httpx.Client(transport=transport, timeout=10) as client:
+        with pytest.raises(httpx.TransportError):
+            client.get(f"http://{leader.address}:{patroni_config.PATRONI_PORT}/patroni")
+        assert client.get(f"https://{leader.address}:{patroni_config.PATRONI_PORT}/patroni").status_code == 200
+
+
+def test_a_members_key_is_readable_by_its_owner_alone(leader: Member) -> None:
+    assert podman("exec", leader.container, "stat", "-c", "%a %U", tls.KEY).strip() == "600 postgres"
 
 
 # --- what the hooks read of the members' marks, held to real Patroni -------------------------------------

@@ -117,7 +117,7 @@ def test_the_base_template_is_not_changed() -> None:
 
 def test_two_synchronous_members_are_ready_only_as_the_primary_or_its_synchronous_standby() -> None:
     db = container(rendered())
-    assert db["readinessProbe"]["httpGet"] == {"path": "/read-only-sync", "port": "patroni", "scheme": "HTTP"}
+    assert db["readinessProbe"]["httpGet"] == {"path": "/read-only-sync", "port": "patroni", "scheme": "HTTPS"}
 
 
 def test_three_members_are_ready_as_any_running_member_so_the_budget_lets_one_go() -> None:
