@@ -174,7 +174,7 @@ def patroni_status(
     that order, compact JSON; a position or state it has not read is left out, as Patroni leaves it."""
     data: Obj = {
         "conn_url": f"postgres://{address}:5432/postgres",
-        "api_url": f"http://{address}:8008/patroni",
+        "api_url": f"https://{address}:8008/patroni",
         "state": state,
         "role": role,
         "version": patroni_config.PATRONI_VERSION,

@@ -1,6 +1,8 @@
 """Closed to others: Patroni's REST API on the members answers only the shard's own members, tried as an attacker
 would from a pod of another namespace and from a pod of the ShardDB's namespace that is not a member; a member
-itself is asked for the REST API's credentials; and the members' account may patch its own pods only.
+itself is asked for the REST API's credentials; what crosses between members is TLS (the standby's stream, the
+REST API), and a session without TLS is refused even with the password; and the members' account may patch its
+own pods only.
 
 Each unsafe call goes to the primary's pod address, where Patroni listens; PostgreSQL's port on the same
 address is reached from the same pod, so a refused call is the policy's doing, not a broken pod network.
@@ -91,20 +93,61 @@ def test_every_unsafe_call_from_a_pod_of_the_namespace_that_is_not_a_member_is_r
     assert tried_from(install, NAMESPACE, "neighbour") == expected()
 
 
+# A call of a member's REST API from inside another member, over HTTPS (no CA: a member's own certificate): its status.
+CALL_FROM_A_MEMBER = """
+import http.client, ssl, sys
+address, method, path = sys.argv[1:4]
+connection = http.client.HTTPSConnection(address, 8008, context=ssl._create_unverified_context(), timeout=5)
+connection.request(method, path, body=sys.argv[4] if len(sys.argv) > 4 else None)
+print(connection.getresponse().status)
+"""
+
+
+def call_from(install: Install, member: str, *request: str) -> str:
+    return install.kubectl(
+        "exec", "-n", NAMESPACE, member, "-c", "db", "--", "python3", "-c", CALL_FROM_A_MEMBER, *request
+    )
+
+
 def test_the_shards_members_still_reach_each_others_api(install: Install) -> None:
     address, _, standby = primary_address(install)
-    script = f"exec 3<>/dev/tcp/{address}/8008; printf 'GET /patroni HTTP/1.0\\r\\n\\r\\n' >&3; head -n1 <&3"
-    answer = install.kubectl("exec", "-n", NAMESPACE, standby, "-c", "db", "--", "timeout", "5", "bash", "-c", script)
-    assert answer.split()[1:2] == ["200"], answer
+    assert call_from(install, standby, address, "GET", "/patroni").strip() == "200"
 
 
 def test_an_unsafe_call_from_a_member_without_the_rest_apis_credentials_is_refused(install: Install) -> None:
     """Past the NetworkPolicy and the members' allowlist, Patroni still asks for its credentials."""
     address, _, standby = primary_address(install)
-    request = "POST /restart HTTP/1.0\\r\\nContent-Length: 2\\r\\n\\r\\n{}"
-    script = f"exec 3<>/dev/tcp/{address}/8008; printf '{request}' >&3; head -n1 <&3"
-    answer = install.kubectl("exec", "-n", NAMESPACE, standby, "-c", "db", "--", "timeout", "5", "bash", "-c", script)
-    assert answer.split()[1:2] == ["401"], answer
+    assert call_from(install, standby, address, "POST", "/restart", "{}").strip() == "401"
+
+
+def test_the_rest_api_answers_no_plain_http(install: Install) -> None:
+    """A plain request meets the TLS handshake: no HTTP status line ever comes back."""
+    address, _, standby = primary_address(install)
+    request = "printf 'GET /patroni HTTP/1.0\\r\\n\\r\\n' >&3"
+    script = f"exec 3<>/dev/tcp/{address}/8008; {request}; timeout 5 head -c 64 <&3 | grep -c HTTP/ || true"
+    answer = install.kubectl("exec", "-n", NAMESPACE, standby, "-c", "db", "--", "bash", "-c", script)
+    assert answer.strip() == "0", answer
+
+
+def test_the_standby_streams_over_tls(install: Install) -> None:
+    _, primary, standby = primary_address(install)
+    query = "SELECT r.application_name || ' ' || s.ssl FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid)"
+    answer = install.kubectl(
+        "exec", "-n", NAMESPACE, primary, "-c", "db", "--", "psql", "-U", "postgres", "-XqAtc", query
+    )
+    assert answer.split() == [standby, "true"], answer
+
+
+def test_a_session_without_tls_is_refused_even_with_the_password(install: Install) -> None:
+    address, _, standby = primary_address(install)
+    target = f"host={address} user=postgres dbname=postgres"
+    script = f'PGPASSWORD="$PATRONI_SUPERUSER_PASSWORD" psql "{target} sslmode=$0" -XqAtc "SELECT 1" 2>&1 || true'
+
+    def tried(sslmode: str) -> str:
+        return install.kubectl("exec", "-n", NAMESPACE, standby, "-c", "db", "--", "bash", "-c", script, sslmode)
+
+    assert "no encryption" in tried("disable")
+    assert tried("require").strip() == "1"  # the refusal is TLS's, not the password's
 
 
 def can_i(install: Install, verb: str, target: str, namespace: str) -> str:
