@@ -1,19 +1,17 @@
 """TLS between members, and to them: each member's own key and certificate, made as its pod starts.
 
 An init container of the member's own image writes a fresh key (never leaving the pod's memory-backed
-``emptyDir``) and a self-signed certificate for it; PostgreSQL and Patroni's REST API then serve TLS
-only. No CA is shared, so no peer's certificate is verified; what makes the member connections safe is
-what rides inside the encryption:
+``emptyDir``) and a self-signed certificate for it; PostgreSQL then takes sessions over TLS only, and
+Patroni's REST API serves HTTPS only. No CA is shared, so no peer's certificate is verified: what keeps
+a member's calls to another safe is what rides inside the encryption, a password (SCRAM, bound to the
+TLS session when both ends are on TLS), and the REST API's credentials from a member's address only.
 
-- replication and ``pg_rewind`` log in by SCRAM with channel binding required: the password proof is
-  bound to the TLS session, so a man in the middle can neither log in as a member nor pose as the
-  primary (it cannot answer SCRAM's server proof without the server's stored key);
-- the REST API's calls carry its credentials, encrypted, from a member's address only (its allowlist
-  and the shard's NetworkPolicy).
-
-What stays open, written down in the replication guide: a man in the middle of pod traffic (on a
-node's network, not through the cluster's API) could read the REST API's credentials, as a client
-that verifies no certificate cannot tell; a CA of the user's (a Secret) would close it: not done yet.
+A member asks for TLS when it logs in to another (replication, ``pg_rewind``) but does not insist on
+it: while a shard made before this release rolls to it, a new standby must still stream from the old
+primary, which serves no TLS. Once every member runs this template, every member session is TLS (the
+servers take nothing else). What stays open, written down in the replication guide: a man in the
+middle of pod traffic (on a node's network) could pose as a primary that offers no TLS to a member and
+so read its stream, and could read the REST API's credentials; a CA of the user's would close both.
 """
 
 from __future__ import annotations
@@ -77,9 +75,9 @@ def server_parameters() -> Obj:
 
 
 def client() -> Obj:
-    """How a member logs in to another (replication, ``pg_rewind``) and to its own PostgreSQL: encrypted, and SCRAM
-    bound to the TLS session."""
-    return {"sslmode": "require", "channel_binding": "require"}
+    """How a member logs in to another (replication, ``pg_rewind``) and to its own PostgreSQL: TLS and SCRAM bound to
+    it wherever the server offers TLS, which every member of this release does (see above why not insisted on)."""
+    return {"sslmode": "prefer", "channel_binding": "prefer"}
 
 
 def restapi() -> Obj:
