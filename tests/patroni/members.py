@@ -205,12 +205,16 @@ def member_env(shard: Shard, name: str, address: str) -> dict[str, str]:
 class Member:
     """One member: its Pod object in the API server and its container; ``remove()`` takes the container away."""
 
-    def __init__(self, shard: Shard, index: int, container: str, env: dict[str, str] | None = None) -> None:
-        """``env`` is added to ``member_env``'s: what a user's ``spec.db.env`` would add to the pod's."""
+    def __init__(
+        self, shard: Shard, index: int, container: str, env: dict[str, str] | None = None, config: Path | None = None
+    ) -> None:
+        """``env`` is added to ``member_env``'s: what a user's ``spec.db.env`` would add to the pod's; ``config`` is
+        the member's own Patroni configuration instead of the shard's (a member of another release)."""
         self.shard = shard
         self.name = f"{shard.scope}-{index}"
         self.container = container
         self.address = pod_address()
+        self.config = config or shard.folder / patroni_config.CONFIG_FILE
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -256,8 +260,7 @@ class Member:
         )
 
     def _run(self, env: dict[str, str]) -> None:
-        shard, container = self.shard, self.container
-        config = shard.folder / patroni_config.CONFIG_FILE
+        shard, container, config = self.shard, self.container, self.config
         podman(
             "run",
             "--detach",
@@ -313,9 +316,9 @@ class Member:
         subprocess.run(["podman", "rm", "--force", "--time", "10", self.container], capture_output=True, check=False)
 
 
-def start_member(shard: Shard, index: int, env: dict[str, str] | None = None) -> Member:
+def start_member(shard: Shard, index: int, env: dict[str, str] | None = None, config: Path | None = None) -> Member:
     """Member ``index`` of the shard in a container named for this run and namespace, ``env`` added to its own."""
-    return Member(shard, index, f"sharddb-patroni-{os.getpid()}-{shard.namespace}-{index}", env)
+    return Member(shard, index, f"sharddb-patroni-{os.getpid()}-{shard.namespace}-{index}", env, config)
 
 
 def wait_for(what: str, check: Callable[[], bool], members: list[Member], timeout: float = 300.0) -> None:
