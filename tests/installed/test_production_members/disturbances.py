@@ -262,11 +262,7 @@ def disturb(
             return False  # a member still stopping shows what it was, not what it is
         if replaced and {p["metadata"]["name"]: p["metadata"]["uid"] for p in now}.get(replaced) == uids[replaced]:
             return False
-        roles = sorted("primary" if running_primary(p) else "standby" if streaming_standby(p) else "?" for p in now)
-        ready = all(
-            c.get("status") == "True" for p in now for c in p["status"].get("conditions", []) if c["type"] == "Ready"
-        )
-        return roles == ["primary", "standby"] and ready
+        return is_whole(now)
 
     time.sleep(1)  # the step takes effect (a pod marked for deletion, a process gone) before "back" is asked
     wait_until("a running primary and a streaming standby again", back, 300, every=0.5)
@@ -323,9 +319,29 @@ def first_said_primary(polled: list[Answer], member: str, since: float) -> float
     return min(said, default=None)
 
 
+def is_whole(now: list[Obj]) -> bool:
+    """A running primary and a streaming standby, every member Ready: with two synchronous members, Ready is the
+    primary or its synchronous standby (``/read-only-sync``), so the standby is the one Patroni may promote."""
+    roles = sorted("primary" if running_primary(p) else "standby" if streaming_standby(p) else "?" for p in now)
+    ready = all(
+        c.get("status") == "True" for p in now for c in p["status"].get("conditions", []) if c["type"] == "Ready"
+    )
+    return roles == ["primary", "standby"] and ready
+
+
+def whole(install: Install) -> bool:
+    return is_whole(members(install))
+
+
 def lose_primarys_node(install: Install, step: str, label: str, *, power: bool) -> NodeLost:
     """The primary's node cut off (``power``: and its power cut), while writers and a poller on the standby's
-    node watch and, when only cut off, a poller beside the old primary too; back once the standby leads."""
+    node watch and, when only cut off, a poller beside the old primary too; back once the standby leads and the
+    old primary is its synchronous standby again.
+
+    It starts only from a whole shard: a standby that streams but is not yet synchronous is rightly never
+    promoted (the installed tier once cut power 17 s after the previous step's rejoin, before Patroni had
+    named the rejoined standby synchronous, and the shard waited for its old primary)."""
+    wait_until("a primary and its synchronous standby, both Ready", lambda: whole(install), 120, every=0.5)
     pods = {pod["metadata"]["name"]: pod for pod in members(install)}
     old, other = primary_and_replica(list(pods.values()))
     assert old, f"no primary to start from: {list(pods)}"
@@ -365,6 +381,7 @@ def lose_primarys_node(install: Install, step: str, label: str, *, power: bool) 
 
     wait_until(f"{old} back as a streaming standby", rejoined, 300, every=0.5)
     to_rejoined = time.monotonic() - began
+    wait_until(f"{old} the synchronous standby, both members Ready", lambda: whole(install), 120, every=0.5)
     time.sleep(2)  # the pollers ask every member once more
     old_patroni = "" if power else patroni_says(install, old, since)
     seen = clients.seen(step, since, other)
