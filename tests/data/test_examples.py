@@ -27,11 +27,13 @@ from .conftest import Report
 
 Obj = dict[str, Any]
 
-# Which module runs each example on the real node.
+# Which module runs each example on real nodes (from this folder): the one with standbys needs two
+# nodes and the Patroni image, so the installed tier runs it.
 RUN_BY = {
     "sharddb.yaml": "test_lifecycle.py",
     "sharddb-minimal.yaml": "test_examples.py",
     "sharddb-mariadb.yaml": "test_examples.py",
+    "sharddb-members.yaml": "../installed/test_production_members/shard.py",
 }
 MINIMAL = "minimal"
 ORDERS = "orders"

@@ -66,7 +66,15 @@ def expected(sharddb: Obj, stage: str) -> set[Child]:
     }[stage]
 
 
-CASES = [(path, stage) for path in EXAMPLES for stage in STAGES]
+def with_members(path: Path) -> bool:
+    return any(doc["spec"].get("replication", {}).get("members", 1) > 1 for doc in sharddbs(path))
+
+
+# The preview plays no Patroni (no member is ever labelled primary), so a ShardDB with members stays at its
+# first stage; the lifecycle's stages are checked on single copies, and the members' shape below.
+SINGLE = [path for path in EXAMPLES if not with_members(path)]
+MEMBERS = [path for path in EXAMPLES if with_members(path)]
+CASES = [(path, stage) for path in SINGLE for stage in STAGES]
 IDS = [f"{path.stem}-{stage}" for path, stage in CASES]
 
 
@@ -91,6 +99,37 @@ def test_the_status_is_a_comment_naming_the_phase_of_the_stage(path: Path, stage
     ]
     status_lines = [line.removeprefix("#   ") for line in output.splitlines() if line.startswith("#   ")]
     assert yaml.safe_load("\n".join(status_lines[: status_lines.index("conditions:")]))["phase"] == PHASES[stage]
+
+
+def members_children(sharddb: Obj) -> set[Child]:
+    """A new ShardDB with members: per shard a StatefulSet of its members, its Services, budget and policy."""
+    name, spec = sharddb["metadata"]["name"], sharddb["spec"]
+    members = spec["replication"]["members"]
+    per_shard: set[Child] = set()
+    for shard in range(spec["shards"]):
+        prefix = f"{name}-db-{shard}"
+        per_shard |= {("StatefulSet", prefix, members), ("PodDisruptionBudget", prefix, None)}
+        per_shard |= {("NetworkPolicy", prefix, None), ("Service", prefix, None)}
+        per_shard |= {("Service", f"{prefix}-primary", None), ("Service", f"{prefix}-standby", None)}
+    patroni = {(kind, f"{name}-patroni", None) for kind in ("ServiceAccount", "Role", "RoleBinding")}
+    return {("Service", f"{name}-db", None)} | per_shard | patroni
+
+
+def test_there_is_an_example_with_members() -> None:
+    assert [path.name for path in MEMBERS] == ["sharddb-members.yaml"]
+
+
+@pytest.mark.parametrize("path", MEMBERS, ids=[path.stem for path in MEMBERS])
+def test_an_example_with_members_gets_each_shards_members_and_is_not_refused(path: Path) -> None:
+    output = rendered(str(path.relative_to(ROOT)), "new")
+    want: set[Child] = set()
+    for sharddb in sharddbs(path):
+        want |= members_children(sharddb)
+    assert children(output) == want
+    status_lines = [line.removeprefix("#   ") for line in output.splitlines() if line.startswith("#   ")]
+    status = yaml.safe_load("\n".join(status_lines))
+    (degraded,) = [each for each in status["conditions"] if each["type"] == "Degraded"]
+    assert degraded["reason"] == "AsExpected", degraded
 
 
 def test_without_a_stage_the_preview_shows_an_available_sharddb() -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hooks.replication import shape
 from hooks.spec import (
     DEFAULT_CACHE_POD_SECURITY_CONTEXT,
     DEFAULT_CONTAINER_SECURITY_CONTEXT,
@@ -480,6 +481,20 @@ def test_postgres_example_passes_the_password_to_the_image_and_the_default_seed(
     for part in ("db", "cache"):
         assert set(spec[part]["resources"]) == {"requests", "limits"}
     assert spec["db"]["dataPath"] == "/var/lib/postgresql/data"
+
+
+def test_members_example_gives_patroni_every_credential_from_its_secret_and_builds_the_recipe() -> None:
+    path = REPO / "examples" / "sharddb-members.yaml"
+    secret, sample = documents(path)
+    spec = sample["spec"]
+    env = env_of(spec, "db")
+    assert spec["replication"]["members"] == 2
+    assert set(env) == {*shape.CREDENTIALS, "POSTGRES_PASSWORD"}
+    assert {env[name]["valueFrom"]["secretKeyRef"]["name"] for name in env} == {secret["metadata"]["name"]}
+    recipe = REPO / "examples" / "images" / "postgres-patroni"
+    build = f"docker build -t {spec['dbImage']} {recipe.relative_to(REPO)}"
+    assert build in (recipe / "Dockerfile").read_text()
+    assert build in path.read_text()
 
 
 def test_minimal_example_starts_without_a_secret_and_says_loudly_why() -> None:

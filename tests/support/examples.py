@@ -17,10 +17,12 @@ from testbed.images import workloads
 Obj = dict[str, Any]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE = EXAMPLES / "sharddb.yaml"
-# The examples name postgres:16, redis:7, mariadb:10.11 and memcached:1.6; the test images are
-# Debian bookworm's PostgreSQL 15, Redis 7.0, MariaDB 10.11 and memcached 1.6.
+# The examples name postgres:16, redis:7, mariadb:10.11, memcached:1.6 and the Patroni recipe's image
+# (a placeholder the user builds); the test images are Debian bookworm's PostgreSQL 15, Redis 7.0,
+# MariaDB 10.11, memcached 1.6, and PostgreSQL 15 with Patroni (the Patroni tier's).
 IMAGES = {
     "postgres:16": workloads.POSTGRES,
+    "registry.example.com/postgres-patroni:15-4.1.5": workloads.POSTGRES_PATRONI,
     "redis:7": workloads.REDIS,
     "mariadb:10.11": workloads.MARIADB,
     "memcached:1.6": workloads.MEMCACHED,

@@ -1,8 +1,9 @@
 """A ShardDB with ``spec.replication.members: 2`` on the production install: Patroni runs each shard on two nodes.
 
 One shard, a primary and its synchronous standby, brought up by the real Metacontroller through
-the hooks, on the Patroni image made from Debian's packages and PyPI (the Patroni tier's). The
-passwords come from a Secret through ``spec.db.env`` as a user sets them: Patroni's two, and
+the hooks: ``examples/sharddb-members.yaml`` as written, on the Patroni image made from Debian's
+packages and PyPI (the Patroni tier's) and with this tier's own credentials in its Secret. The
+passwords come from a Secret through ``spec.db.env`` as a user sets them: Patroni's four, and
 ``POSTGRES_PASSWORD`` for the default seed, which logs in through the shard's ``-primary`` Service
 with it (the hooks refuse ``PGPASSWORD`` with members: Patroni's ``pg_basebackup`` would read it).
 

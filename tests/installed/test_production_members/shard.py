@@ -1,4 +1,4 @@
-"""The ShardDB with members, as a user writes it, and what its members and Patroni say of themselves."""
+"""The ShardDB with members as a user applies it (``examples/sharddb-members.yaml``), and what Patroni says."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from testbed.images import workloads
+import yaml
 
-from ...support.examples import PASSWORD
+from ...support.examples import EXAMPLES, IMAGES, PASSWORD
 from ..installs import Install, Obj
 
 NAMESPACE = "members"
@@ -20,47 +20,30 @@ ROLE_LABEL = "mygroup.example.com/role"
 MEMBERS = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=db"
 REPLICATION_PASSWORD = "installed-tier-replication"
 RESTAPI_PASSWORD = "installed-tier-restapi"
+EXAMPLE = EXAMPLES / "sharddb-members.yaml"
+# The Secret's values in this tier, never the example's placeholders.
+CREDENTIALS = {
+    "superuser": PASSWORD,
+    "replication": REPLICATION_PASSWORD,
+    "restapi-username": "patroni",
+    "restapi-password": RESTAPI_PASSWORD,
+}
 
 
 def sharddb() -> list[Obj]:
-    """The Secret and the ShardDB, as a user writes them for a shard with a standby."""
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": SECRET, "namespace": NAMESPACE},
-        "type": "Opaque",
-        "stringData": {
-            "superuser": PASSWORD,
-            "replication": REPLICATION_PASSWORD,
-            "restapi-username": "patroni",
-            "restapi-password": RESTAPI_PASSWORD,
-        },
-    }
+    """``examples/sharddb-members.yaml`` as a user applies it: in this tier's namespace, on the test images.
 
-    def from_secret(variable: str, key: str) -> Obj:
-        return {"name": variable, "valueFrom": {"secretKeyRef": {"name": SECRET, "key": key}}}
-
-    spec = {
-        "shards": 1,
-        "dbImage": workloads.POSTGRES_PATRONI,
-        "replication": {"members": 2},
-        "db": {
-            "env": [
-                from_secret("PATRONI_SUPERUSER_PASSWORD", "superuser"),
-                from_secret("PATRONI_REPLICATION_PASSWORD", "replication"),
-                from_secret("PATRONI_RESTAPI_USERNAME", "restapi-username"),
-                from_secret("PATRONI_RESTAPI_PASSWORD", "restapi-password"),
-                from_secret("POSTGRES_PASSWORD", "superuser"),  # the default seed's login
-            ]
-        },
-        "cache": {"image": workloads.REDIS, "replicas": 1},
-    }
-    shard = {
-        "apiVersion": "mygroup.example.com/v1alpha1",
-        "kind": "ShardDB",
-        "metadata": {"name": NAME, "namespace": NAMESPACE},
-        "spec": spec,
-    }
+    The example's Secret gets this tier's credentials in place of its placeholders; nothing else changes.
+    """
+    secret, shard = (doc for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc)
+    assert (secret["kind"], secret["metadata"]["name"]) == ("Secret", SECRET), secret["metadata"]
+    assert (shard["kind"], shard["metadata"]["name"]) == ("ShardDB", NAME), shard["metadata"]
+    assert set(secret["stringData"]) == set(CREDENTIALS), secret["stringData"]
+    secret["metadata"]["namespace"] = shard["metadata"]["namespace"] = NAMESPACE
+    secret["stringData"] = dict(CREDENTIALS)
+    spec = shard["spec"]
+    spec["dbImage"] = IMAGES[spec["dbImage"]]
+    spec["cache"]["image"] = IMAGES[spec["cache"]["image"]]
     return [secret, shard]
 
 
