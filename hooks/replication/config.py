@@ -33,9 +33,10 @@ CONFIG_FILE = "patroni.yml"
 DOWNWARD_API_DEFAULT_MODE = 0o644
 
 # Timing (seconds). Patroni raises a ttl under 20 to 20 and keeps loop_wait + 2 * retry_timeout
-# <= ttl, so a primary that loses the API server demotes itself before its lock can expire. The
-# floor ttl and a 5 s loop bound a lost node's failover at ttl + loop_wait (25 s) rather than the
-# 40 s of Patroni's 30/10/10, for one leader-lock patch per shard every 5 s.
+# <= ttl, so a primary that loses the API server and cannot reach every member either (failsafe
+# mode, below) demotes itself before its lock can expire. The floor ttl and a 5 s loop bound a
+# lost node's failover at ttl + loop_wait (25 s) rather than the 40 s of Patroni's 30/10/10, for
+# one leader-lock patch per shard every 5 s.
 TTL = 20
 LOOP_WAIT = 5
 RETRY_TIMEOUT = 7
