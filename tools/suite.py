@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 COUNTS = re.compile(r"(?P<count>\d+) (?P<what>passed|failed|errors?|skipped)\b")
 SUMMARY = re.compile(r"^=+ .*\b(passed|failed|errors?|no tests ran)\b.* in [\d.]+s")
+# pytest's short summary: one line per failed test, which the closing lines repeat so a log's tail names them.
+FAILURE = re.compile(r"^(FAILED|ERROR) \S")
 LOGS = ROOT / ".evidence" / "suite"
 
 
@@ -115,6 +117,7 @@ class Result:
     code: int | None = None
     skipped_for: str = ""
     counts: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -186,6 +189,8 @@ class Run:
             for line in stream:
                 kept.write(line)
                 tail = [*tail[-39:], line]
+                if phase.pytest and FAILURE.match(line):
+                    result.failures.append(line.rstrip())
                 if builds:
                     self.say(f"[{phase.name}] {line.rstrip()}")
                 elif live:
@@ -243,6 +248,11 @@ def pytest_counts(tail: Sequence[str]) -> dict[str, int]:
     return {}
 
 
+def shorten(line: str, width: int = 240) -> str:
+    """A failure's line, cut to fit a CI summary's tail (the whole line stays in the phase's log)."""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def run_all(phases: Sequence[Phase]) -> Run:
     """Every lane in a thread of its own, side by side, until all have ended."""
     run = Run(phases)
@@ -270,6 +280,9 @@ def main(argv: list[str]) -> int:
         print(run.table(), file=sys.stderr)
         passed = sum(r.counts.get("passed", 0) for r in results)
         failed = sum(r.counts.get("failed", 0) + r.counts.get("error", 0) for r in results)
+        for result in results:
+            for failure in result.failures:
+                print(f"suite: {result.phase.name}: {shorten(failure)}")
         print(f"suite: {passed} passed, {failed} failed")
     return 0 if all(r.ok for r in results) else 1
 

@@ -124,3 +124,19 @@ def test_the_run_ends_with_a_table_and_the_count_of_every_test(
     assert "| one | tests |" in err
     assert "| two | other |" in err
     assert "FAILED (exit 2): 1 passed, 2 failed" in err
+
+
+def test_the_closing_lines_name_each_failed_test_of_every_tier(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI log is often read from its tail: the table alone would say a tier failed, not which test."""
+    script = "print('FAILED tests/e2e/test_x.py::test_y - AssertionError: ' + 'z' * 400); "
+    script += "print('=== 1 passed, 1 failed in 0.2s ==='); raise SystemExit(1)"
+    failing = suite.Phase("e2e", (sys.executable, "-c", script), "other", pytest=True)
+    monkeypatch.setattr(suite, "LOGS", tmp_path)
+    monkeypatch.setattr(suite, "PHASES", (fake("one", "tests", 0), failing))
+    assert suite.main([]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].startswith("suite: e2e: FAILED tests/e2e/test_x.py::test_y - AssertionError: zzz")
+    assert len(lines[-2]) <= len("suite: e2e: ") + 240
+    assert lines[-1] == "suite: 4 passed, 1 failed"
