@@ -70,16 +70,11 @@ def held_sets(snap: Snapshot, plan: Plan) -> tuple[ShardSetAnswer, ...]:
 def stopping_sets(snap: Snapshot, keep: bool) -> tuple[ShardSetAnswer, ...]:
     """A teardown's sets: only those observed, each with its template and record as they are; at zero unless ``keep``.
 
-    Scaling every member of a shard to zero at once stops them together, with no failover:
-    the StatefulSet controller (Parallel) deletes all members in one pass, each Patroni gets
-    SIGTERM, and a Patroni that is stopping never takes the leader lock. The primary keeps its
-    lock until its own PostgreSQL has stopped (its drain is the longest), so no standby is
-    left running to be promoted. Stopping standbys first cannot be asked of a StatefulSet (a
-    scale-down removes the highest ordinal, which may be the primary), and the hooks never
-    delete a pod; pausing Patroni would close the last window (a member whose kubelet learns
-    of the deletion only after the primary stopped), and needs a write to Patroni's own
-    config: not done. Should that window ever open, the standby promoted is synchronous (it
-    holds every acknowledged commit) and is stopped in turn: no data is lost.
+    At zero, the StatefulSet controller (Parallel) deletes every member of a shard at once; the
+    members' preStop hook (``replication.stop``) keeps the primary for last, so no standby is
+    promoted while its shard stops. Stopping standbys first cannot be asked of a StatefulSet (a
+    scale-down removes the highest ordinal, which may be the primary), and the hooks never delete
+    a pod.
     """
     return tuple(
         ShardSetAnswer(

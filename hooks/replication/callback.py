@@ -21,39 +21,22 @@ from __future__ import annotations
 import shlex
 
 from .. import names
+from .incluster import CLIENT
 
-# The service account's credentials, where the kubelet mounts them and Patroni's own client reads them.
-ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-# The member's pod name and namespace (downward API), in variables Patroni leaves in its environment.
-MEMBER_ENV = "SHARDDB_MEMBER"
-NAMESPACE_ENV = "SHARDDB_MEMBER_NAMESPACE"
-
-SCRIPT = f"""
-import json, os, ssl, sys, urllib.parse, urllib.request
+SCRIPT = (
+    CLIENT
+    + f"""
 _, role, scope = sys.argv[1:4]
 if role != "primary":
     sys.exit(0)
-host = os.environ["KUBERNETES_SERVICE_HOST"]
-host = "[" + host + "]" if ":" in host else host
-pods = "https://" + host + ":" + os.environ["KUBERNETES_SERVICE_PORT"] + "/api/v1/namespaces/"
-pods += os.environ["{NAMESPACE_ENV}"] + "/pods"
-context = ssl.create_default_context(cafile="{ACCOUNT_DIR}/ca.crt")
-with open("{ACCOUNT_DIR}/token") as file:
-    token = file.read().strip()
-def call(method, url, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    kind = "application/merge-patch+json" if body is not None else "application/json"
-    headers = {{"Authorization": "Bearer " + token, "Content-Type": kind}}
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(request, context=context, timeout=5) as response:
-        return json.load(response)
 selector = "{names.SCOPE_LABEL}=" + scope + ",{names.ROLE_LABEL}={names.LEADER_LABEL_VALUE}"
-for pod in call("GET", pods + "?labelSelector=" + urllib.parse.quote(selector))["items"]:
+for pod in call("GET", PODS + "?labelSelector=" + urllib.parse.quote(selector))["items"]:
     name = pod["metadata"]["name"]
-    if name != os.environ["{MEMBER_ENV}"]:
-        call("PATCH", pods + "/" + name, {{"metadata": {{"labels": {{"{names.ROLE_LABEL}": None}}}}}})
+    if name != ME:
+        call("PATCH", PODS + "/" + name, {{"metadata": {{"labels": {{"{names.ROLE_LABEL}": None}}}}}})
         print("took the primary label off " + name)
 """
+)
 
 
 def callbacks() -> dict[str, str]:

@@ -41,19 +41,21 @@ Obj = dict[str, Any]
 # Kubernetes checks ``resourceNames`` for get, patch, update and delete, never for create, list or
 # watch, so those three are granted on the kind and the rest only on the names Patroni uses: a
 # member may patch its ShardDB's member pods and its shards' four ConfigMaps, and no other
-# ShardDB's (``role``).
-NAMELESS_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("configmaps", ("create", "list", "watch")),
-    ("pods", ("list", "watch")),
+# ShardDB's (``role``). The stop order (``stop``) reads its shard's StatefulSet, by name too.
+NAMELESS_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "configmaps", ("create", "list", "watch")),
+    ("", "pods", ("list", "watch")),
 )
-NAMED_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("configmaps", ("get", "patch")),
-    ("pods", ("patch",)),
+NAMED_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "configmaps", ("get", "patch")),
+    ("", "pods", ("patch",)),
+    ("apps", "statefulsets", ("get",)),
 )
-# Every verb granted, by resource: what Metacontroller must hold itself to create the Role.
-RBAC_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("configmaps", ("create", "get", "list", "patch", "watch")),
-    ("pods", ("list", "patch", "watch")),
+# Every verb granted, by group and resource: what Metacontroller must hold itself to create the Role.
+RBAC_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "configmaps", ("create", "get", "list", "patch", "watch")),
+    ("", "pods", ("list", "patch", "watch")),
+    ("apps", "statefulsets", ("get",)),
 )
 # Patroni's ConfigMaps in Kubernetes mode (patroni/dcs/kubernetes.py): the history rides in -config.
 CONFIG_MAP_SUFFIXES = ("leader", "config", "sync", "failover")
@@ -83,11 +85,15 @@ def role(parent: str, shards: int, members: int) -> Obj:
     named = {
         "configmaps": [f"{scope}-{suffix}" for scope in scopes for suffix in CONFIG_MAP_SUFFIXES],
         "pods": [names.member_name(parent, shard, member) for shard in range(shards) for member in range(members)],
+        "statefulsets": scopes,
     }
-    rules = [{"apiGroups": [""], "resources": [resource], "verbs": list(verbs)} for resource, verbs in NAMELESS_RULES]
+    rules = [
+        {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+        for group, resource, verbs in NAMELESS_RULES
+    ]
     rules += [
-        {"apiGroups": [""], "resources": [resource], "resourceNames": named[resource], "verbs": list(verbs)}
-        for resource, verbs in NAMED_RULES
+        {"apiGroups": [group], "resources": [resource], "resourceNames": named[resource], "verbs": list(verbs)}
+        for group, resource, verbs in NAMED_RULES
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",

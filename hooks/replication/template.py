@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import names
 from ..spec import ShardDBSpec
-from . import callback, tls
+from . import incluster, stop, tls
 from .config import (
     CONFIG_ANNOTATION,
     CONFIG_DIR,
@@ -65,10 +65,11 @@ def patroni_env(port: int) -> list[Obj]:
         _field_env("PATRONI_KUBERNETES_POD_IP", "status.podIP"),
         {"name": "PATRONI_RESTAPI_CONNECT_ADDRESS", "value": f"{ip}:{PATRONI_PORT}"},
         {"name": "PATRONI_POSTGRESQL_CONNECT_ADDRESS", "value": f"{ip}:{port}"},
-        # Patroni takes every PATRONI_ variable out of its environment as it reads it, so the
-        # role-change callback it runs (``callback``) reads the member's name and namespace from these.
-        _field_env(callback.MEMBER_ENV, "metadata.name"),
-        _field_env(callback.NAMESPACE_ENV, "metadata.namespace"),
+        # Patroni takes every PATRONI_ variable out of its environment as it reads it, so the role-change
+        # callback it runs (``callback``) and the stop order (``stop``) read the member's name and namespace
+        # from these.
+        _field_env(incluster.MEMBER_ENV, "metadata.name"),
+        _field_env(incluster.NAMESPACE_ENV, "metadata.namespace"),
     ]
 
 
@@ -108,7 +109,8 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     Patroni's REST API decides readiness (``readiness_path``) and liveness (``/liveness``: its loop
     runs). The default drain is left out: it would end the
     walsenders as client sessions, and Patroni's own shutdown on SIGTERM is the drain; a
-    ``drainCommand`` the user wrote is kept.
+    ``drainCommand`` the user wrote runs inside the stop order (``stop``), which keeps a whole shard's
+    primary for last.
     """
     template: Obj = json.loads(json.dumps(base))
     config = PatroniConfig(
@@ -129,8 +131,7 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     ]
     container["readinessProbe"] = _http_probe(readiness_path(plan), 5, 3)
     container["livenessProbe"] = {**_http_probe("/liveness", 10, 6), "initialDelaySeconds": 30}
-    if spec.drain_command is None:
-        container.pop("lifecycle", None)
+    container["lifecycle"] = stop.pre_stop(parent, shard, spec.drain_command)
     container["volumeMounts"] = [
         *container.get("volumeMounts", []),
         {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},

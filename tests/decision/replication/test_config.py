@@ -11,7 +11,7 @@ import shlex
 import yaml
 
 from hooks import names
-from hooks.replication import callback
+from hooks.replication import callback, incluster
 from hooks.replication import config as patroni_config
 from hooks.replication import template as member_pods
 from hooks.replication.shape import Plan
@@ -131,7 +131,7 @@ def test_a_new_primary_runs_the_callback_that_takes_the_primary_label_off_the_ot
 
 def test_the_callback_reads_the_members_name_and_namespace_from_variables_patroni_leaves_alone() -> None:
     env = {var["name"]: var for var in member_pods.patroni_env(5432)}
-    for name, path in ((callback.MEMBER_ENV, "metadata.name"), (callback.NAMESPACE_ENV, "metadata.namespace")):
+    for name, path in ((incluster.MEMBER_ENV, "metadata.name"), (incluster.NAMESPACE_ENV, "metadata.namespace")):
         assert not name.startswith("PATRONI_")
         assert env[name]["valueFrom"]["fieldRef"]["fieldPath"] == path
         assert name in callback.SCRIPT

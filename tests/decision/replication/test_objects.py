@@ -53,14 +53,15 @@ def test_a_patroni_object_among_the_children_is_a_bug(kind: str, name: str) -> N
 # --- RBAC ---------------------------------------------------------------------------------------------------
 
 
-def test_the_role_grants_only_what_patronis_kubernetes_dcs_calls() -> None:
+def test_the_role_grants_only_what_patronis_kubernetes_dcs_and_the_stop_order_call() -> None:
     rules = one(rendered(), "Role", "demo-patroni")["rules"]
-    granted = {(rule["resources"][0], verb) for rule in rules for verb in rule["verbs"]}
+    granted = {(rule["apiGroups"][0], rule["resources"][0], verb) for rule in rules for verb in rule["verbs"]}
     assert (
         granted
-        == {(resource, verb) for resource, verbs in patroni_objects.RBAC_RULES for verb in verbs}
-        == {("configmaps", verb) for verb in ("create", "get", "list", "patch", "watch")}
-        | {("pods", verb) for verb in ("list", "patch", "watch")}
+        == {(group, resource, verb) for group, resource, verbs in patroni_objects.RBAC_RULES for verb in verbs}
+        == {("", "configmaps", verb) for verb in ("create", "get", "list", "patch", "watch")}
+        | {("", "pods", verb) for verb in ("list", "patch", "watch")}
+        | {("apps", "statefulsets", "get")}
     )
 
 
@@ -73,6 +74,12 @@ def test_the_role_grants_what_kubernetes_checks_by_name_only_on_the_sharddbs_own
     assert named["configmaps"]["resourceNames"] == [
         f"demo-db-{shard}-{suffix}" for shard in (0, 1) for suffix in ("leader", "config", "sync", "failover")
     ]
+    assert named["statefulsets"] == {
+        "apiGroups": ["apps"],
+        "resources": ["statefulsets"],
+        "resourceNames": ["demo-db-0", "demo-db-1"],
+        "verbs": ["get"],
+    }
 
 
 def test_the_role_grants_by_kind_only_the_verbs_kubernetes_never_checks_by_name() -> None:

@@ -99,13 +99,28 @@ def test_patronis_rest_api_decides_readiness_and_liveness() -> None:
     assert {"name": "patroni", "containerPort": 8008, "protocol": "TCP"} in db["ports"]
 
 
+def pre_stop(db: Obj) -> list[str]:
+    command: list[str] = db["lifecycle"]["preStop"]["exec"]["command"]
+    return command
+
+
+def test_every_members_pre_stop_is_the_stop_order_of_its_own_shard() -> None:
+    objects = rendered()
+    for shard in (0, 1):
+        command = pre_stop(container(objects, shard))
+        assert command[:2] == ["python3", "-c"]
+        compile(command[2], "preStop", "exec")
+        assert command[3:] == [f"demo-db-{shard}"]
+
+
 def test_the_default_drain_is_left_to_patronis_own_shutdown() -> None:
-    assert "lifecycle" not in container(rendered())
+    """It would end the walsenders as client sessions: the stop order runs no drain of its own."""
+    assert pre_stop(container(rendered()))[3:] == ["demo-db-0"]
 
 
-def test_a_drain_command_the_user_wrote_is_kept() -> None:
+def test_a_drain_command_the_user_wrote_runs_inside_the_stop_order() -> None:
     db = container(rendered(spec(replication={"members": 2}, drainCommand=["sh", "-c", "true"])))
-    assert db["lifecycle"] == {"preStop": {"exec": {"command": ["sh", "-c", "true"]}}}
+    assert pre_stop(db)[3:] == ["demo-db-0", "sh", "-c", "true"]
 
 
 def test_the_base_template_is_not_changed() -> None:
