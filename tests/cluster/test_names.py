@@ -86,6 +86,39 @@ def test_the_api_server_accepts_the_longest_name_that_fits(kube: Kube, namespace
     assert response.status_code == 201, error_message(response)
 
 
+def with_members(count: int) -> Obj:
+    return {**SPEC, "replication": {"members": count}}
+
+
+def test_the_api_server_refuses_members_for_a_name_one_character_too_long_for_them(kube: Kube, namespace: str) -> None:
+    response = kube.create(sharddb(name_of(names.MAX_REPLICATED_NAME_LENGTH + 1), namespace, with_members(2)))
+    assert response.status_code == 422
+    message = error_message(response)
+    assert "spec.replication.members" in message
+    assert f"at most {names.MAX_REPLICATED_NAME_LENGTH} characters" in message
+
+
+def test_the_api_server_accepts_members_for_the_longest_name_that_fits_them(kube: Kube, namespace: str) -> None:
+    response = kube.create(sharddb(name_of(names.MAX_REPLICATED_NAME_LENGTH), namespace, with_members(2)))
+    assert response.status_code == 201, error_message(response)
+
+
+def test_a_name_too_long_for_members_keeps_one_copy_and_its_edits_and_deletion(kube: Kube, namespace: str) -> None:
+    """One copy fits; members asked by an edit are refused; the object still takes other edits and its finalizer."""
+    name = name_of(names.MAX_REPLICATED_NAME_LENGTH + 1)
+    created = kube.create(sharddb(name, namespace, {**SPEC, "shards": 1}))
+    assert created.status_code == 201, error_message(created)
+    asked = kube.merge_patch("ShardDB", name, namespace, {"spec": {"replication": {"members": 2}}})
+    assert asked.status_code == 422
+    assert "spec.replication.members" in error_message(asked)
+    grown = kube.merge_patch("ShardDB", name, namespace, {"spec": {"shards": 2}})
+    assert grown.status_code == 200, error_message(grown)
+    marked = kube.merge_patch("ShardDB", name, namespace, {"metadata": {"finalizers": ["example.com/test"]}})
+    assert marked.status_code == 200, error_message(marked)
+    cleared = kube.merge_patch("ShardDB", name, namespace, {"metadata": {"finalizers": None}})
+    assert cleared.status_code == 200, error_message(cleared)
+
+
 @pytest.mark.parametrize("name", ["1orders", "orders.eu"])
 def test_the_api_server_refuses_a_name_no_service_can_carry(kube: Kube, namespace: str, name: str) -> None:
     response = kube.create(sharddb(name, namespace))

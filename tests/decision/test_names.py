@@ -63,6 +63,15 @@ def test_the_crd_rule_admits_exactly_the_longest_name() -> None:
     assert f"at most {names.MAX_NAME_LENGTH} characters" in " ".join(rules[0]["message"].split())
 
 
+def test_the_crd_rule_for_members_admits_exactly_the_longest_name_with_members() -> None:
+    root = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    (rule,) = [each for each in root["x-kubernetes-validations"] if "spec.replication.members" in each["rule"]]
+    assert re.match(rf"size\(self\.metadata\.name\) <= {names.MAX_REPLICATED_NAME_LENGTH}\b", rule["rule"])
+    assert f"at most {names.MAX_REPLICATED_NAME_LENGTH} characters" in " ".join(rule["message"].split())
+    assert rule["fieldPath"] == ".spec.replication.members"
+    assert rule["optionalOldSelf"] is True, "an object that has members already is never refused for its name"
+
+
 def test_the_crd_and_the_hooks_refuse_the_same_name_shapes() -> None:
     rule = next(rule["rule"] for rule in NAME_SCHEMA["x-kubernetes-validations"] if "matches" in rule["rule"])
     assert rule == f"self.matches('{names.NAME_PATTERN}')"
