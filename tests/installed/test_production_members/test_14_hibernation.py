@@ -20,6 +20,7 @@ from ...support.sharddbs import wait_until
 from ..installs import Install, cache_gone_before_shards
 from ..invariants import Kept, Record, Report, Seen
 from ..writers import Target, Writers
+from .disturbances import whole
 from .shard import (
     NAME,
     NAMESPACE,
@@ -62,6 +63,9 @@ def slower_on_standbys(install: Install) -> None:
 
     wait_until("both members rolled onto the drain slower on standbys", rolled, 400, every=1)
     wait_until(f"{NAME} Available", lambda: install.available(NAMESPACE, NAME), 120, every=1)
+    # From a whole shard, where Patroni would promote the standby if the primary stopped first: right after
+    # the roll, a standby named synchronous a moment ago was found "not the healthiest node" and never promoted.
+    wait_until("a primary and its synchronous standby, both Ready", lambda: whole(install), 120, every=0.5)
 
 
 def gone_in_order(writes: list[Write]) -> list[str]:
