@@ -36,9 +36,12 @@ import subprocess, time
 began = time.monotonic()
 scope, drain = sys.argv[1], sys.argv[2:]
 if drain:
-    code = subprocess.call(drain)
+    try:
+        code = subprocess.call(drain)
+    except OSError as error:  # a drain command that cannot run still leaves the order to keep
+        code = error
     if code:
-        print("stop order: the drain command exited with " + str(code), file=sys.stderr)
+        print("stop order: the drain command ended with " + str(code), file=sys.stderr)
 # One call in the common case (a pod stopping alone: a hand-over waits on it), two in a whole-shard stop.
 try:
     if call("GET", "/apis/apps/v1/namespaces/" + NAMESPACE + "/statefulsets/" + scope)["spec"].get("replicas") != 0:

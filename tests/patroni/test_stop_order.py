@@ -101,6 +101,17 @@ def test_a_standby_stops_at_once_after_the_users_drain(shard: Shard, leader: Mem
     )
 
 
+@pytest.mark.usefixtures("stopping_whole")
+def test_a_drain_command_that_cannot_run_still_leaves_the_primary_waiting(
+    shard: Shard, leader: Member, standby: Member
+) -> None:
+    """A user's typo must not cost the order: the primary still waits for its standby (within a 4 s grace here)."""
+    lead(shard, leader, standby)
+    out = ended(pre_stop(leader, ["/no/such/drain"], grace=4))
+    assert "the drain command ended with" in out
+    assert f"{standby.name} still running; the primary stops now" in out
+
+
 @pytest.mark.usefixtures("running")
 def test_the_primary_of_a_shard_that_is_not_stopping_whole_stops_at_once(
     shard: Shard, leader: Member, standby: Member
