@@ -145,6 +145,18 @@ class Shard:
     def pod(self, name: str) -> Obj:
         return self.kube.get("Pod", name, self.namespace)
 
+    def promotable(self, standby: str) -> bool:
+        """``standby`` is one Patroni would promote were its leader lost: ``<scope>-sync`` names it, and so does the
+        leader's failsafe topology (the ``failsafe`` annotation of ``<scope>-leader``, rewritten each leader loop).
+
+        With failsafe mode on, a member missing from that topology silently leaves the leader race ("not the
+        healthiest node"): a standby named synchronous a moment ago, before the leader's next loop wrote it there,
+        is never promoted if the leader is lost in between (seen: this tier's rejoin beside the installed tier)."""
+        if self.holder("sync", "sync_standby") != standby:
+            return False
+        topology = self.holder("leader", "failsafe")
+        return bool(topology) and standby in json.loads(topology or "{}")
+
     def as_members(self) -> ApiClient:
         """The API server as the members see it: their ServiceAccount's token; the caller closes it."""
         return ApiClient(self.kube.url, (self.folder / "secrets" / "token").read_text(), self.kube.ca_file)

@@ -24,8 +24,8 @@ def test_a_promoted_standby_takes_the_primary_label_off_the_frozen_old_primary(
     shard: Shard, leader: Member, standby: Member
 ) -> None:
     wait_for(
-        f"{shard.scope}-sync names {standby.name}",
-        lambda: shard.holder("sync", "sync_standby") == standby.name,
+        f"{standby.name} named in {shard.scope}-sync and in its leader's failsafe topology",
+        lambda: shard.promotable(standby.name),
         [leader, standby],
     )
     assert role_of(shard, leader) == LEADER_LABEL_VALUE

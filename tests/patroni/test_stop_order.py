@@ -78,8 +78,8 @@ def ended(hook: subprocess.Popen[str], within: float = 30.0) -> str:
 
 def lead(shard: Shard, leader: Member, standby: Member) -> None:
     wait_for(
-        f"{shard.scope}-sync names {standby.name}",
-        lambda: shard.holder("sync", "sync_standby") == standby.name,
+        f"{standby.name} named in {shard.scope}-sync and in its leader's failsafe topology",
+        lambda: shard.promotable(standby.name),
         [leader, standby],
     )
 
