@@ -76,6 +76,15 @@ def images(pytestconfig: pytest.Config) -> PatroniImages:
     return built
 
 
+def new_shard(kind: str, kube: Kube, control_plane: ControlPlane, folder: Path, strict: bool = False) -> Shard:
+    """A namespace with the hooks' RBAC for one ShardDB of the ``kind`` of image (``IMAGES``), a token of its
+    account and the rendered config."""
+    namespace = f"patroni-{kind}-{next(_count)}-{os.getpid() % 1000}"
+    response = kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    assert response.status_code == 201, response.text
+    return prepare(kube, namespace, PARENT, control_plane.port, control_plane.ca_file, folder, IMAGES[kind], strict)
+
+
 @pytest.fixture(scope="module", params=sorted(IMAGES, reverse=True))
 def shard(
     request: pytest.FixtureRequest,
@@ -84,14 +93,10 @@ def shard(
     kube: Kube,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Shard:
-    """A namespace with the hooks' RBAC for one ShardDB, a token of its account and the rendered config, per image."""
-    image = IMAGES[request.param]
-    assert image in images.names
-    namespace = f"patroni-{request.param}-{next(_count)}-{os.getpid() % 1000}"
-    response = kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    assert response.status_code == 201, response.text
+    """A shard of the default shape (synchronous, not strict), per image."""
+    assert IMAGES[request.param] in images.names
     folder: Path = tmp_path_factory.mktemp(f"patroni-{request.param}")
-    return prepare(kube, namespace, PARENT, control_plane.port, control_plane.ca_file, folder, image)
+    return new_shard(request.param, kube, control_plane, folder)
 
 
 @pytest.fixture(scope="module")

@@ -162,9 +162,18 @@ class Shard:
         return ApiClient(self.kube.url, (self.folder / "secrets" / "token").read_text(), self.kube.ca_file)
 
 
-def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Path, folder: Path, image: str) -> Shard:
+def prepare(
+    kube: Kube,
+    namespace: str,
+    parent: str,
+    api_port: int,
+    ca_file: Path,
+    folder: Path,
+    image: str,
+    strict: bool = False,
+) -> Shard:
     """The hooks' ServiceAccount, Role (as rendered for one shard of up to three members) and RoleBinding, a token of
-    that account, the config."""
+    that account, the config (synchronous; strict as ``spec.replication.strict`` asks)."""
     spec = members(2)
     for obj in (
         patroni_objects.service_account(parent),
@@ -182,7 +191,7 @@ def prepare(kube: Kube, namespace: str, parent: str, api_port: int, ca_file: Pat
     secrets.mkdir(parents=True)
     (secrets / "token").write_text(response.json()["status"]["token"])
     shutil.copyfile(ca_file, secrets / "ca.crt")
-    config = patroni_config.PatroniConfig(parent, 0, spec.db.port, spec.db.data_path, synchronous=True)
+    config = patroni_config.PatroniConfig(parent, 0, spec.db.port, spec.db.data_path, synchronous=True, strict=strict)
     (folder / patroni_config.CONFIG_FILE).write_text(config.as_text())
     for path in (secrets, folder):
         path.chmod(0o755)
