@@ -321,6 +321,10 @@ class Replication(_Spec):
         default=None, alias="maxSlotWalKeepSize"
     )
 
+    # Who may reach the members' PostgreSQL port (NetworkPolicyPeers) besides the shard's own members and the
+    # seed Job; None leaves the port open to every source, as before this field.
+    clients: Annotated[list[dict[str, Any]] | None, CoreV1("clients")] = None
+
     _integral = field_validator("members", mode="before")(_integral)
 
     @field_validator("max_slot_wal_keep_size")

@@ -1,6 +1,6 @@
-"""The CRD schemas of the core/v1 fields a ShardDB hands to its pods, from a real API server (``make crd``).
+"""The CRD schemas of the Kubernetes fields a ShardDB hands on, from a real API server (``make crd``).
 
-Reads the core/v1 OpenAPI v3 document of a kube-apiserver and inlines each field
+Reads the core/v1 and networking/v1 OpenAPI v3 documents of a kube-apiserver and inlines each field
 as a structural CRD schema: references resolved; only keywords a CRD may hold
 kept (patch strategies, unions and defaults dropped, except the default of a
 list-map key, which a CRD needs); quantities and int-or-strings in the shape
@@ -29,10 +29,12 @@ Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = ROOT / "crds" / "sharddb.yaml"
 HOOK_FILE = ROOT / "hooks" / "corev1.json"
-OPENAPI_PATH = "/openapi/v3/api/v1"
+# core/v1 (what a ShardDB hands to its pods), then networking/v1 (who may reach its members).
+OPENAPI_PATHS = ("/openapi/v3/api/v1", "/openapi/v3/apis/networking.k8s.io/v1")
 
 POD_SPEC = "io.k8s.api.core.v1.PodSpec"
 CONTAINER = "io.k8s.api.core.v1.Container"
+INGRESS_RULE = "io.k8s.api.networking.v1.NetworkPolicyIngressRule"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 # The pattern the API server's own CRD tooling gives a resource.Quantity.
@@ -84,17 +86,21 @@ ORDER = (
     "items",
 )
 
-BEGIN = re.compile(r"^(?P<indent> *)# >>> make crd: (?P<block>spec|pod) fields\b.*$")
+BEGIN = re.compile(r"^(?P<indent> *)# >>> make crd: (?P<block>spec|pod|replication) fields\b.*$")
 END = re.compile(r"^ *# <<< make crd$")
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where one of our fields comes from: a property of a core/v1 type, with our own description."""
+    """Where one of our fields comes from: a property of a Kubernetes type, with our own description."""
 
     schema: str
     field: str
     description: str
+    # Keywords of ours, each at a dotted path into the field's schema ("" is the field itself): rules the API
+    # server checks only in the object the field is handed to (a NetworkPolicy's), so a bad value is refused when
+    # the ShardDB is applied, and the bounds that keep those rules' cost within the API server's budget.
+    ours: tuple[tuple[str, str, Any], ...] = ()
 
 
 SPEC_FIELDS: dict[str, Source] = {
@@ -115,11 +121,55 @@ POD_FIELDS: dict[str, Source] = {
     "podSecurityContext": Source(POD_SPEC, "securityContext", "Security settings of the pods."),
     "securityContext": Source(CONTAINER, "securityContext", "Security settings of the container."),
 }
-BLOCKS = {"spec": SPEC_FIELDS, "pod": POD_FIELDS}
+# What a NetworkPolicy's validation refuses in a peer, refused in the ShardDB instead: the API server's
+# CIDR functions (Kubernetes 1.31+) check each address block and its exceptions (strictly within it).
+PEER_RULES: list[Obj] = [
+    {
+        "rule": "self.all(p, has(p.ipBlock) != (has(p.podSelector) || has(p.namespaceSelector)))",
+        "message": "spec.replication.clients: each peer is an ipBlock, or a podSelector and/or a namespaceSelector",
+    },
+    {
+        "rule": "self.all(p, !has(p.ipBlock) || isCIDR(p.ipBlock.cidr))",
+        "message": "spec.replication.clients: each ipBlock.cidr must be a CIDR, such as 10.20.0.0/16 or fd00::/64",
+    },
+    {
+        "rule": (
+            "self.all(p, !has(p.ipBlock) || !has(p.ipBlock.except) || !isCIDR(p.ipBlock.cidr) ||"
+            " p.ipBlock.except.all(e, isCIDR(e) && cidr(p.ipBlock.cidr).containsCIDR(e) &&"
+            " cidr(e).prefixLength() > cidr(p.ipBlock.cidr).prefixLength()))"
+        ),
+        "message": "spec.replication.clients: each ipBlock.except must be a CIDR strictly within its ipBlock.cidr",
+    },
+]
+# Peers a person writes by hand; the bound also keeps the rules' cost within the API server's budget.
+MAX_PEERS = 32
+MAX_CIDR = len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128")
+REPLICATION_FIELDS: dict[str, Source] = {
+    "clients": Source(
+        INGRESS_RULE,
+        "from",
+        "With 2 or 3 members, who may reach their PostgreSQL port besides them, the seed Job and the cache;"
+        " unset, every source may",
+        (
+            ("", "maxItems", MAX_PEERS),
+            ("", "x-kubernetes-validations", PEER_RULES),
+            ("items.properties.ipBlock.properties.cidr", "maxLength", MAX_CIDR),
+            ("items.properties.ipBlock.properties.except", "maxItems", MAX_PEERS),
+            ("items.properties.ipBlock.properties.except.items", "maxLength", MAX_CIDR),
+        ),
+    ),
+}
+BLOCKS = {"spec": SPEC_FIELDS, "pod": POD_FIELDS, "replication": REPLICATION_FIELDS}
 
 
 class GenerateError(ValueError):
     """The OpenAPI document or the CRD file is not what the generator expects; the message says how."""
+
+
+def api_of(schema: str) -> str:
+    """``core/v1`` of ``io.k8s.api.core.v1.Container``: the group and version a reader looks the type up by."""
+    group, version = schema.split(".")[-3:-1]
+    return f"{group}/{version}"
 
 
 def first_sentence(text: str) -> str:
@@ -153,8 +203,14 @@ class Converter:
         type_name = (_ref(node) or _ref(node.get("items", {})) or "").rsplit(".", 1)[-1]
         converted = self.node({k: v for k, v in node.items() if k != "default"}, ())
         converted.pop("description", None)
-        kind = f" (core/v1 {type_name})" if type_name else ""
-        return {"description": source.description.removesuffix(".") + kind + ".", **converted}
+        kind = f" ({api_of(source.schema)} {type_name})" if type_name else ""
+        out = {"description": source.description.removesuffix(".") + kind + ".", **converted}
+        for path, keyword, value in source.ours:
+            node = out
+            for step in filter(None, path.split(".")):
+                node = node[step]
+            node[keyword] = value
+        return out
 
     def node(self, node: Obj, stack: tuple[str, ...], map_keys: tuple[str, ...] = ()) -> Obj:
         """One node; ``map_keys`` are the list-map keys when it is the item of such a list."""
@@ -263,7 +319,7 @@ def merge(crd_text: str, schemas: dict[str, Obj], version: str) -> str:
             raise GenerateError(f"{CRD_FILE.name}:{index + 1}: '# >>> make crd' without a '# <<< make crd'")
         indent, block = begin["indent"], begin["block"]
         found.add(block)
-        out.append(f"{indent}# >>> make crd: {block} fields, core/v1 of Kubernetes {version}; generated, do not edit")
+        out.append(f"{indent}# >>> make crd: {block} fields, from Kubernetes {version}; generated, do not edit")
         out += _yaml_block({name: schemas[name] for name in BLOCKS[block]}, indent)
         out.append(f"{indent}# <<< make crd")
         index = end + 1
@@ -282,12 +338,18 @@ def generate(openapi: Obj, version: Obj, crd_text: str) -> Generated:
 
 
 def fetch(client: httpx.Client) -> tuple[Obj, Obj]:
-    """The core/v1 OpenAPI v3 document and /version of the server ``client`` talks to."""
-    openapi = client.get(OPENAPI_PATH)
-    openapi.raise_for_status()
+    """The OpenAPI v3 documents (their schemas as one) and /version of the server ``client`` talks to.
+
+    A schema both documents hold (``meta/v1``'s) is the same in each: the API server renders it once.
+    """
+    schemas: Obj = {}
+    for path in OPENAPI_PATHS:
+        document = client.get(path)
+        document.raise_for_status()
+        schemas.update(document.json()["components"]["schemas"])
     version = client.get("/version")
     version.raise_for_status()
-    return openapi.json(), version.json()
+    return {"components": {"schemas": schemas}}, version.json()
 
 
 def main() -> int:

@@ -20,6 +20,7 @@ server stores them wherever Metacontroller's merge would see a difference.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,19 +205,26 @@ def shard_statefulset(
     }
 
 
-def member_policy(parent: str, shard: int, port: int) -> Obj:
-    """Patroni's REST API reachable only from the shard's own members; PostgreSQL's port left as it was.
+def member_policy(parent: str, shard: int, port: int, clients: Sequence[Obj] | None = None) -> Obj:
+    """Patroni's REST API reachable only from the shard's own members; PostgreSQL's port from the clients declared.
 
     Patroni's API (``PATRONI_PORT``) answers switchover, failover, restart, reinitialize and config
     changes to anyone who reaches it; only the members of the same shard ever call it (Patroni
     asks its peers' state before it promotes, and its failsafe asks them too). The kubelet's
     probes come from the node, which NetworkPolicy does not filter. PostgreSQL's port asks every
-    client for a password, and clients may run anywhere today; a rule that allows every source on
-    it keeps them working while this policy closes the API. Ports are numbers, not names: a
-    policy agent resolves a named port only on the pods a rule selects.
+    client for a password over TLS; with no ``clients`` declared (``spec.replication.clients``) it
+    stays open to every source, as before the field, so today's clients keep working. Declared, it is
+    open to them and to what needs it of ours: the shard's members (replication, ``pg_rewind``) and
+    the ShardDB's seed Job and cache, which are handed the shards' addresses. Ports are numbers, not
+    names: a policy agent resolves a named port only on the pods a rule selects.
     """
     selector = member_selector(parent, shard)
     scope = {names.SCOPE_LABEL: names.shard_name(parent, shard)}
+    database: Obj = {"ports": [{"protocol": "TCP", "port": port}]}
+    if clients is not None:
+        ours = [selector, names.selector_labels(parent, names.SEED), names.selector_labels(parent, names.CACHE)]
+        peers = [{"podSelector": {"matchLabels": each}} for each in ours] + json.loads(json.dumps(list(clients)))
+        database = {"from": peers, **database}
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -225,7 +233,7 @@ def member_policy(parent: str, shard: int, port: int) -> Obj:
             "podSelector": {"matchLabels": selector},
             "policyTypes": ["Ingress"],
             "ingress": [
-                {"ports": [{"protocol": "TCP", "port": port}]},
+                database,
                 {
                     "from": [{"podSelector": {"matchLabels": selector}}],
                     "ports": [{"protocol": "TCP", "port": PATRONI_PORT}],
@@ -288,7 +296,7 @@ def children(
             members_service(parent, shard, spec.db.port),
             role_service(parent, shard, spec.db.port, names.PRIMARY),
             role_service(parent, shard, spec.db.port, names.STANDBY),
-            member_policy(parent, shard, spec.db.port),
+            member_policy(parent, shard, spec.db.port, spec.replication.clients),
         ]
         if budgets:
             out.append(shard_budget(parent, shard))

@@ -138,12 +138,14 @@ class Install:
         items: list[Obj] = self.get("events", "-n", namespace)["items"]
         return [event for event in items if event.get("reason") == reason]
 
-    def run_pod(self, name: str, namespace: str, script: str, timeout: float = 60.0) -> tuple[str, str]:
-        """A pod of the test images that runs ``script`` once; its phase and its log."""
+    def run_pod(
+        self, name: str, namespace: str, script: str, timeout: float = 60.0, labels: dict[str, str] | None = None
+    ) -> tuple[str, str]:
+        """A pod of the test images (with ``labels``) that runs ``script`` once; its phase and its log."""
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
             "spec": {
                 "restartPolicy": "Never",
                 "containers": [{"name": "probe", "image": workloads.POSTGRES, "command": ["bash", "-c", script]}],

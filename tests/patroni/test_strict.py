@@ -50,7 +50,7 @@ class Waited:
     seen_while_away: str  # the row count another session saw meanwhile
     status: int  # the commit's exit status once the standby was back
     waited: float  # seconds from the commit to its acknowledgement
-    away: float  # seconds from the standby's stop to its start
+    away: float  # seconds from the commit to the standby's start
 
 
 def insert(member: Member) -> subprocess.Popen[str]:
@@ -69,7 +69,6 @@ def insert(member: Member) -> subprocess.Popen[str]:
 def waited(shard: Shard, leader: Member, standby: Member) -> Iterator[Waited]:
     wait_for(f"{standby.name} is synchronous", lambda: shard.promotable(standby.name), [leader, standby])
     leader.sql(f"CREATE TABLE public.{TABLE} (n int PRIMARY KEY)")
-    stopped = time.monotonic()
     podman("stop", "--time", "30", standby.container)
     commit = insert(leader)
     began = time.monotonic()
@@ -81,7 +80,7 @@ def waited(shard: Shard, leader: Member, standby: Member) -> Iterator[Waited]:
         podman("start", standby.container)
         commit.wait(timeout=300)
         acknowledged = time.monotonic()
-        yield Waited(while_away, seen, commit.returncode, acknowledged - began, started - stopped)
+        yield Waited(while_away, seen, commit.returncode, acknowledged - began, started - began)
     finally:
         if commit.poll() is None:
             commit.kill()
@@ -99,8 +98,7 @@ def test_the_commit_is_acknowledged_once_the_standby_is_back_and_holds_it(
     waited: Waited, leader: Member, standby: Member
 ) -> None:
     assert waited.status == 0
-    assert waited.waited > waited.away
-    print(f"strict: the commit waited {waited.waited:.1f} s; the standby was stopped for {waited.away:.1f} s")
+    print(f"strict: the commit waited {waited.waited:.1f} s, of which {waited.away:.1f} s before the standby started")
     assert leader.sql(f"SELECT count(*) FROM public.{TABLE}") == "1"
     wait_for(f"{standby.name} answers, holding the row", lambda: holds_the_row(standby), [standby], timeout=60.0)
 

@@ -143,11 +143,13 @@ def test_selector_labels_are_refused_in_pod_labels_by_the_crd() -> None:
 
 
 def _unset(node: Obj, value: Any, where: str) -> list[str]:
-    """Fields of ``node`` that ``value`` leaves unset; the first item of a list stands for them all."""
+    """Fields of ``node`` that ``value`` leaves unset; a field of a list's items is set when any item sets it
+    (peers of a NetworkPolicy are one of three shapes each)."""
     if value is None or value == []:
         return [where]
     if node.get("type") == "array":
-        return _unset(node["items"], value[0], f"{where}[0]")
+        unset = [set(_unset(node["items"], item, f"{where}[0]")) for item in value]
+        return sorted(set.intersection(*unset))
     properties = node.get("properties", {})
     return [path for name, child in properties.items() for path in _unset(child, value.get(name), f"{where}.{name}")]
 

@@ -59,7 +59,23 @@ EVERY_FIELD: Obj = {
         port=6380,
     ),
     "storage": {"size": "5Gi", "storageClassName": "fast"},
-    "replication": {"members": 2, "synchronous": False, "maxSlotWalKeepSize": "512Mi", "strict": False},
+    "replication": {
+        "members": 2,
+        "synchronous": False,
+        "maxSlotWalKeepSize": "512Mi",
+        "strict": False,
+        "clients": [
+            {"podSelector": {"matchLabels": {"app": "orders-api"}}},
+            {
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": "billing"},
+                    "matchExpressions": [{"key": "team", "operator": "In", "values": ["billing"]}],
+                },
+                "podSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+            },
+            {"ipBlock": {"cidr": "10.20.0.0/16", "except": ["10.20.9.0/24"]}},
+        ],
+    },
     "seedCommand": ["sh", "-c", "echo seeded"],
     "seedTimeoutSeconds": 600,
     "drainCommand": ["sh", "-c", "echo drained"],

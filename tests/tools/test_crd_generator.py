@@ -17,10 +17,12 @@ from tools.crd_schema import (
     POD_SPEC,
     QUANTITY,
     QUANTITY_PATTERN,
+    REPLICATION_FIELDS,
     SPEC_FIELDS,
     Converter,
     GenerateError,
     Source,
+    api_of,
     first_sentence,
     merge,
 )
@@ -77,6 +79,11 @@ def test_a_reference_is_inlined_with_our_description_and_the_type_named() -> Non
     assert "default" not in thing
 
 
+def test_a_type_is_named_with_its_group_and_version() -> None:
+    assert api_of("io.k8s.api.networking.v1.NetworkPolicyIngressRule") == "networking/v1"
+    assert api_of("io.k8s.api.core.v1.Container") == "core/v1"
+
+
 def test_nested_descriptions_keep_their_first_sentence() -> None:
     assert convert("thing")["properties"]["size"]["description"] == "Size of it."
     assert first_sentence("Use e.g. this one. Then more.\n\nPossible enum values: A") == "Use e.g. this one."
@@ -131,15 +138,21 @@ CRD = """spec:
       properties:
         # >>> make crd: pod fields
         # <<< make crd
+    replication:
+      properties:
+        # >>> make crd: replication fields
+        # <<< make crd
 """
 
 
 def test_merge_fills_each_marked_block_and_leaves_the_rest() -> None:
-    schemas = {name: {"type": "string", "description": name} for name in (*SPEC_FIELDS, *POD_FIELDS)}
+    fields = (*SPEC_FIELDS, *POD_FIELDS, *REPLICATION_FIELDS)
+    schemas = {name: {"type": "string", "description": name} for name in fields}
     merged = merge(CRD, schemas, "1.34")
     parsed = yaml.safe_load(merged)["spec"]["properties"]
-    assert set(parsed) == {"mine", *SPEC_FIELDS, "db"}
+    assert set(parsed) == {"mine", *SPEC_FIELDS, "db", "replication"}
     assert set(parsed["db"]["properties"]) == set(POD_FIELDS)
+    assert set(parsed["replication"]["properties"]) == set(REPLICATION_FIELDS)
     assert merge(merged, schemas, "1.34") == merged
 
 

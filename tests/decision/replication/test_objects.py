@@ -120,9 +120,46 @@ def test_patronis_rest_api_is_reachable_only_from_the_shards_own_members() -> No
     ]
 
 
-def test_postgresqls_port_stays_open_to_every_client_it_asks_a_password_of() -> None:
+def test_postgresqls_port_stays_open_to_every_client_when_none_are_declared() -> None:
     policy = one(rendered(), "NetworkPolicy", "demo-db-0")
     assert {"ports": [{"protocol": "TCP", "port": 5432}]} in policy["spec"]["ingress"]
+
+
+CLIENTS: list[dict[str, Any]] = [
+    {"podSelector": {"matchLabels": {"app": "orders-api"}}},
+    {"namespaceSelector": {"matchLabels": {"team": "billing"}}, "podSelector": {}},
+    {"ipBlock": {"cidr": "10.20.0.0/16", "except": ["10.20.9.0/24"]}},
+]
+
+
+def database_rule(policy: dict[str, Any]) -> dict[str, Any]:
+    rules = [rule for rule in policy["spec"]["ingress"] if {"protocol": "TCP", "port": 5432} in rule["ports"]]
+    assert len(rules) == 1, rules
+    rule: dict[str, Any] = rules[0]
+    return rule
+
+
+def test_declared_clients_and_the_sharddbs_own_pods_alone_reach_postgresqls_port() -> None:
+    objects = rendered(spec(replication={"members": 2, "clients": CLIENTS}))
+    rule = database_rule(one(objects, "NetworkPolicy", "demo-db-1"))
+    ours = [
+        statefulset(objects, 1)["spec"]["selector"]["matchLabels"],
+        names.selector_labels("demo", names.SEED),
+        names.selector_labels("demo", names.CACHE),
+    ]
+    assert rule == {"from": [{"podSelector": {"matchLabels": each}} for each in ours] + CLIENTS, "ports": rule["ports"]}
+
+
+def test_no_clients_declared_is_a_policy_that_lets_only_the_sharddbs_own_pods_in() -> None:
+    rule = database_rule(one(rendered(spec(replication={"members": 2, "clients": []})), "NetworkPolicy", "demo-db-0"))
+    assert len(rule["from"]) == 3
+
+
+def test_the_declared_clients_are_copied_so_no_answer_shares_the_spec() -> None:
+    asked = spec(replication={"members": 2, "clients": CLIENTS})
+    rule = database_rule(one(rendered(asked), "NetworkPolicy", "demo-db-0"))
+    rule["from"][-1]["ipBlock"]["except"].append("10.20.8.0/24")
+    assert asked.replication.clients == CLIENTS
 
 
 def test_no_other_port_of_a_member_is_reachable() -> None:

@@ -2,7 +2,8 @@
 would from a pod of another namespace and from a pod of the ShardDB's namespace that is not a member; a member
 itself is asked for the REST API's credentials; what crosses between members is TLS (the standby's stream, the
 REST API), and a session without TLS is refused even with the password; and the members' account may patch its
-own pods only.
+own pods only. Once ``spec.replication.clients`` is declared, PostgreSQL's port takes only the pods it names (and the
+ShardDB's own), and the writers, named there, write on.
 
 Each unsafe call goes to the primary's pod address, where Patroni listens; PostgreSQL's port on the same
 address is reached from the same pod, so a refused call is the policy's doing, not a broken pod network.
@@ -15,7 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from ...support.sharddbs import wait_until
 from ..installs import Install, Obj
+from ..writers import LABEL as WRITER_LABEL
 from .shard import NAME, NAMESPACE, members, primary_and_replica
 
 pytestmark = pytest.mark.usefixtures("brought_up")
@@ -163,3 +166,61 @@ def test_the_members_account_may_patch_its_own_member_pods(install: Install) -> 
 @pytest.mark.parametrize("target", ["pods/other-db-0-0", "configmaps/other-db-0-leader", "pods/write-through-primary"])
 def test_the_members_account_is_refused_a_patch_of_another_sharddbs_objects(install: Install, target: str) -> None:
     assert can_i(install, "patch", target, NAMESPACE) == "no"
+
+
+# Declared clients: the writers (so they write on) and pods labelled as the one allowed prober is.
+ALLOWED = {"sharddb-test/client": "allowed"}
+CLIENTS: list[Obj] = [
+    {"podSelector": {"matchExpressions": [{"key": WRITER_LABEL, "operator": "Exists"}]}},
+    {"podSelector": {"matchLabels": ALLOWED}},
+]
+
+
+def database_sources(install: Install) -> list[Obj] | None:
+    """The ``from`` of the members' policy's rule for PostgreSQL's port; None: every source."""
+    policy = install.get("networkpolicy", "-n", NAMESPACE, f"{NAME}-db-0")
+    (rule,) = [rule for rule in policy["spec"]["ingress"] if rule["ports"][0]["port"] == 5432]
+    sources: list[Obj] | None = rule.get("from")
+    return sources
+
+
+def declare(install: Install, clients: list[Obj] | None) -> None:
+    patch = json.dumps({"spec": {"replication": {"clients": clients}}})
+    install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", patch)
+
+    def taken() -> bool:
+        sources = database_sources(install)
+        # The shard's members, the seed Job and the cache come first, then the clients declared.
+        return sources is None if clients is None else (sources or [])[3:] == clients
+
+    wait_until(f"the members' policy to take clients {clients}", taken, timeout=60.0)
+
+
+@pytest.fixture(scope="module")
+def declared(install: Install) -> Iterator[None]:
+    declare(install, CLIENTS)
+    try:
+        yield
+    finally:
+        declare(install, None)
+
+
+def postgresql_from(install: Install, name: str, labels: dict[str, str] | None = None) -> str:
+    address, _, _ = primary_address(install)
+    script = (
+        f"if timeout 3 bash -c 'exec 3<>\"/dev/tcp/$0/5432\"' {address} 2>/dev/null; "
+        "then echo 'postgresql reachable'; else echo 'postgresql unreachable'; fi"
+    )
+    phase, log = install.run_pod(name, NAMESPACE, script, labels=labels)
+    assert phase == "Succeeded", log
+    return log.strip()
+
+
+@pytest.mark.usefixtures("declared")
+def test_a_pod_the_declared_clients_leave_out_cannot_reach_postgresql(install: Install) -> None:
+    assert postgresql_from(install, "undeclared") == "postgresql unreachable"
+
+
+@pytest.mark.usefixtures("declared")
+def test_a_pod_the_declared_clients_name_reaches_postgresql(install: Install) -> None:
+    assert postgresql_from(install, "declared", ALLOWED) == "postgresql reachable"
