@@ -9,6 +9,7 @@ primary where it is (``disturb``), and the primary's node lost (``lose_primarys_
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -330,7 +331,21 @@ def is_whole(now: list[Obj]) -> bool:
 
 
 def whole(install: Install) -> bool:
-    return is_whole(members(install))
+    """``is_whole``, and the standby is in the leader's failsafe topology (the ``failsafe`` annotation of the shard's
+    ``-leader`` ConfigMap, rewritten each leader loop): with failsafe mode on, a standby missing from it silently
+    leaves the leader race ("not the healthiest node"), so a step that loses the primary before the leader's next
+    loop has written it there would find nothing promoted (seen on the Patroni tier, beside this one)."""
+    pods = members(install)
+    _, standby = primary_and_replica(pods)
+    return is_whole(pods) and standby in failsafe_topology(install)
+
+
+def failsafe_topology(install: Install) -> dict[str, str]:
+    """The members the leader last wrote in its failsafe topology, by name; empty before it has."""
+    leader = install.get("configmap", "-n", NAMESPACE, f"{NAME}-db-0-leader")
+    written = (leader.get("metadata", {}).get("annotations") or {}).get("failsafe")
+    topology: dict[str, str] = json.loads(written) if written else {}
+    return topology
 
 
 def lose_primarys_node(install: Install, step: str, label: str, *, power: bool) -> NodeLost:
