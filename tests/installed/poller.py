@@ -9,6 +9,10 @@ answer is ``t``, ``f`` or ``x`` (no answer) and the write ``w`` (committed), ``-
 Members are added while it runs (``add``: a member's new address once its pod is re-created), so a
 rollout or a failover is watched on every address a member has had. Two members that both say ``f``
 in overlapping questions, or both commit a write, are two writable primaries.
+
+Beside it in the pod, the prober of ``tests/support/writable.py`` writes to the same addresses through
+one session each, in lockstep: its runs of acknowledged writes, compared, miss no overlap a question
+now and then could fall between (``tries``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 
 from testbed.images import workloads
 
+from ..support import writable
 from ..support.examples import PASSWORD
 from ..support.sharddbs import wait_until
 from .installs import Install, Obj
@@ -27,6 +32,7 @@ from .installs import Install, Obj
 LABEL = "sharddb-test/poller"  # left out of drains, as a client on another machine would be
 TABLE = "poller_writes"
 TARGETS = "/tmp/targets"
+PROBER = "prober"
 SCRIPT = f"""
 until PGCONNECT_TIMEOUT=2 psql -XqAt -h "$PRIMARY" -U postgres -d postgres \\
   -c 'create table if not exists {TABLE} (member text, at timestamptz default now())' >/dev/null 2>&1; do
@@ -127,8 +133,17 @@ class Poller:
                         "image": workloads.POSTGRES,
                         "command": ["bash", "-c", SCRIPT],
                         "env": [{"name": "PGPASSWORD", "value": PASSWORD}, {"name": "PRIMARY", "value": self.primary}],
-                    }
+                        "volumeMounts": [{"name": "targets", "mountPath": "/tmp"}],
+                    },
+                    {
+                        "name": PROBER,
+                        "image": workloads.POSTGRES,
+                        "command": ["bash", "-c", writable.SCRIPT],
+                        "env": [{"name": "PGPASSWORD", "value": PASSWORD}],
+                        "volumeMounts": [{"name": "targets", "mountPath": "/tmp"}],
+                    },
                 ],
+                "volumes": [{"name": "targets", "emptyDir": {}}],
             },
         }
         if self.node:
@@ -150,7 +165,8 @@ class Poller:
         if (member, host) in self.added or not host:
             return
         line = shlex.quote(f"{member} {host}")
-        self.install.kubectl("exec", "-n", self.namespace, self.name, "--", "sh", "-c", f"echo {line} >> {TARGETS}")
+        script = f"echo {line} >> {TARGETS} && echo {line} >> {writable.TARGETS}"
+        self.install.kubectl("exec", "-n", self.namespace, self.name, "-c", "poller", "--", "sh", "-c", script)
         self.added.add((member, host))
 
     def watch(self, pods: list[Obj]) -> None:
@@ -159,7 +175,12 @@ class Poller:
             self.add(pod["metadata"]["name"], pod.get("status", {}).get("podIP", ""))
 
     def answers(self) -> list[Answer]:
-        return answers(self.install.kubectl("logs", "-n", self.namespace, self.name, check=False))
+        return answers(self.install.kubectl("logs", "-n", self.namespace, self.name, "-c", "poller", check=False))
+
+    def tries(self) -> list[writable.Try]:
+        """The prober's tries, on this pod's clock: compare them with no other pod's."""
+        log = self.install.kubectl("logs", "-n", self.namespace, self.name, "-c", PROBER, check=False)
+        return writable.tries(log)
 
     def hearing(self, wanted: set[tuple[str, str]]) -> bool:
         """The poller has heard each (member, answer) in ``wanted``."""

@@ -1,7 +1,7 @@
 """A check for two primaries that cannot miss one: every member's own history of accepting writes, compared.
 
 A prober holds one session per member address and writes through it in lockstep, an ``INSERT`` at a
-time, about 50 a second: each try is sent, then its answer (the row, or an error) read back before the
+time, every ``PROBE_EVERY`` seconds (0.05 unless set): each try is sent, then its answer (the row, or an error) read back before the
 next, so a try's interval ``[sent, received]`` holds the moment the member committed it. A member's
 *run* is a stretch of consecutive acknowledged tries, with no refused, failed or lost one between
 them: throughout it, that member accepted writes. Two runs of different members that overlap in time
@@ -48,7 +48,7 @@ session() {{
       [ "$line" = "$sent" ] && outcome=ok
     done
     echo "$1 $sent $EPOCHREALTIME $outcome"
-    sleep 0.02
+    sleep "${{PROBE_EVERY:-0.05}}"
   done
 }}
 probe() {{ while true; do session "$1" "$2"; sleep 0.1; done; }}

@@ -17,6 +17,7 @@ from functools import partial
 
 from testbed.real.audit import Write
 
+from ...support import writable
 from ...support.sharddbs import wait_until
 from ..installs import Install, Obj
 from ..invariants import Kept, Report, Seen
@@ -61,13 +62,27 @@ class Clients:
         self.writers.targets = (Target(PRIMARY_SERVICE, primary),)  # the rows are read on the primary now
         self.direct.targets = (Target(EVERY_MEMBER, primary),)
         polled = [answer for poller in self.pollers for answer in poller.answers()]
-        return Seen(Kept.read(self.writers), Kept.read(self.direct), (outage, direct), polled)
+        tried = [poller.tries() for poller in self.pollers]
+        rows = prober_rows(self.writers.install, primary, since)
+        return Seen(Kept.read(self.writers), Kept.read(self.direct), (outage, direct), polled, tried, rows)
 
     def stop(self) -> None:
         self.writers.stop()
         self.direct.stop()
         for poller in self.pollers:
             poller.stop()
+
+
+def probed_a_write(poller: Poller) -> bool:
+    return any(each.outcome == "ok" for each in poller.tries())
+
+
+def prober_rows(install: Install, primary: str, since: float) -> frozenset[tuple[str, str]]:
+    """(member, sent) of the probers' rows on ``primary`` sent from a minute before ``since`` (the table is the
+    tier's, each step's probers adding to it)."""
+    query = f"SELECT member || ' ' || sent FROM {writable.TABLE} WHERE sent >= {since - 60:.6f}"
+    out = install.kubectl("exec", "-n", NAMESPACE, primary, "-c", "db", "--", "psql", "-U", "postgres", "-XqAtc", query)
+    return frozenset((parts[0], parts[1]) for parts in (line.split() for line in out.splitlines()) if len(parts) == 2)
 
 
 def start_clients(
@@ -109,6 +124,7 @@ def start_clients(
     for poller in pollers:
         poller.wait_running(addresses)
         wait_until(f"{poller.name} hearing the primary say f and the standby t", partial(poller.hearing, wanted), 120)
+        wait_until(f"{poller.name}'s prober with a write acknowledged", partial(probed_a_write, poller), 60)
     return Clients(writers, direct, pollers)
 
 
