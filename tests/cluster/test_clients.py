@@ -12,9 +12,11 @@ from testbed.models.metacontroller import LAST_APPLIED, desired_as_sent, differe
 
 from ..support.kube import Kube, error_message
 from ..support.samples import SPEC, sharddb
-from .test_replication import PARENT_UID, collection_of
 
 Obj = dict[str, Any]
+
+PARENT_UID = "00000000-0000-0000-0000-000000000000"
+POLICIES = "/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies"
 
 PEERS: list[Obj] = [
     {"podSelector": {"matchLabels": {"app": "orders-api"}}},
@@ -62,7 +64,7 @@ def test_the_members_policy_with_every_shape_of_peer_is_stored_as_a_fixed_point(
     sent = desired_as_sent(desired, namespace, PARENT_UID)
     created = desired_as_sent(desired, namespace, PARENT_UID)
     created["metadata"].setdefault("annotations", {})[LAST_APPLIED] = serialize(sent)
-    collection = collection_of("NetworkPolicy", namespace)
+    collection = POLICIES.format(namespace=namespace)
     response = kube.http.post(collection, json=created, params={"fieldValidation": "Strict"})
     assert response.status_code == 201, response.text
     stored = kube.http.get(f"{collection}/{desired['metadata']['name']}").json()

@@ -86,7 +86,8 @@ def probed(shard: Shard, leader: Member, other: Member) -> Iterator[Probed]:
     podman(
         "run", "--detach", "--name", container, "--network", "host", "--pull", "never", "--tmpfs", "/tmp:mode=1777",
         *ulimits_below_own(), "--env", f"PGPASSWORD={PASSWORDS['PATRONI_SUPERUSER_PASSWORD']}",
-        "--env", "PGSSLMODE=require", "--env", "PROBE_EVERY=0.02", "--entrypoint", "bash", shard.image, "-c", writable.SCRIPT,
+        "--env", "PGSSLMODE=require", "--env", "PROBE_EVERY=0.02",
+        "--entrypoint", "bash", shard.image, "-c", writable.SCRIPT,
     )  # fmt: skip
     try:
         lines = "".join(f"{name} {member.address}\n" for name, member in names.items())

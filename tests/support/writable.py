@@ -1,8 +1,9 @@
 """A check for two primaries that cannot miss one: every member's own history of accepting writes, compared.
 
 A prober holds one session per member address and writes through it in lockstep, an ``INSERT`` at a
-time, every ``PROBE_EVERY`` seconds (0.05 unless set): each try is sent, then its answer (the row, or an error) read back before the
-next, so a try's interval ``[sent, received]`` holds the moment the member committed it. A member's
+time, every ``PROBE_EVERY`` seconds (0.05 unless set): each try is sent, then its answer (the row, or
+an error) read back before the next, so a try's interval ``[sent, received]`` holds the moment the
+member committed it. A member's
 *run* is a stretch of consecutive acknowledged tries, with no refused, failed or lost one between
 them: throughout it, that member accepted writes. Two runs of different members that overlap in time
 are two primaries. A run is bounded by the member's own answers, not by a question asked now and
