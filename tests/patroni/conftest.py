@@ -93,10 +93,12 @@ def shard(
     kube: Kube,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Shard:
-    """A shard of the default shape (synchronous, not strict), per image."""
+    """A synchronous shard, per image; strict (as the hooks render ``strict: true``) for a module that sets
+    ``STRICT = True``."""
     assert IMAGES[request.param] in images.names
-    folder: Path = tmp_path_factory.mktemp(f"patroni-{request.param}")
-    return new_shard(request.param, kube, control_plane, folder)
+    strict = bool(getattr(request.module, "STRICT", False))
+    folder: Path = tmp_path_factory.mktemp(f"patroni-{'strict-' if strict else ''}{request.param}")
+    return new_shard(request.param, kube, control_plane, folder, strict)
 
 
 @pytest.fixture(scope="module")

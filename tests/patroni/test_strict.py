@@ -12,36 +12,18 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from testbed.real.controlplane import ControlPlane
 from testbed.real.machine import podman_runtime
-from tools.image.patroni import PatroniImages
 
-from ..support.kube import Kube
-from .conftest import IMAGES, new_shard
 from .members import DB_PORT, SOCKET_DIR, Member, PodmanError, Shard, podman, wait_for
 
 TABLE = "strict"
 # Three of Patroni's loops (5 s): time for the primary to drop a standby from synchronous_standby_names, were
 # it not strict.
 AWAY_SECONDS = 15.0
-
-
-@pytest.fixture(scope="module", params=sorted(IMAGES, reverse=True))
-def shard(
-    request: pytest.FixtureRequest,
-    images: PatroniImages,
-    control_plane: ControlPlane,
-    kube: Kube,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Shard:
-    """A strict shard, per image: what the hooks render for ``strict: true``."""
-    assert IMAGES[request.param] in images.names
-    folder: Path = tmp_path_factory.mktemp(f"patroni-strict-{request.param}")
-    return new_shard(request.param, kube, control_plane, folder, strict=True)
+STRICT = True  # the tier's shard fixture makes this module's shard strict
 
 
 @dataclass(frozen=True)

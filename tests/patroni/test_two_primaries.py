@@ -25,7 +25,7 @@ from tools.image.builders import ulimits_below_own
 
 from ..support import writable
 from ..support.kube import Kube
-from .conftest import new_shard
+from .conftest import IMAGES, new_shard
 from .members import PASSWORDS, Member, Shard, podman, start_member, wait_for
 
 ROUNDS = 10
@@ -42,7 +42,7 @@ def other(
 ) -> Iterator[Member]:
     """The leader of a second shard of the same image: a second primary."""
     folder: Path = tmp_path_factory.mktemp("patroni-other")
-    kind = next(kind for kind in ("recipe", "debian") if shard.namespace.startswith(f"patroni-{kind}-"))
+    kind = next(kind for kind, image in IMAGES.items() if image == shard.image)
     second = new_shard(kind, kube, control_plane, folder)
     member = start_member(second, 0)
     try:
