@@ -324,6 +324,16 @@ class Member:
             "exec", self.container, "psql", "-h", SOCKET_DIR, "-p", str(DB_PORT), "-U", "postgres", "-XqAtc", statement
         ).strip()
 
+    def streams_to(self, standby: str) -> str:
+        """Whether ``standby``'s own replication session here is encrypted: "t", "f", or "" while it has none.
+
+        Filtered by name and state: while a standby clones, ``pg_basebackup``'s sessions are replication sessions too.
+        """
+        return self.sql(
+            "SELECT s.ssl FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid)"
+            f" WHERE r.application_name = '{standby}' AND r.state = 'streaming'"
+        )
+
     def patronictl(self, *args: str) -> str:
         """``patronictl`` in the member's container, on the configuration file the pod mounts, as a runbook runs it."""
         config = f"{patroni_config.CONFIG_DIR}/{patroni_config.CONFIG_FILE}"
