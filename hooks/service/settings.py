@@ -32,7 +32,7 @@ class Settings:
     # The token being rotated out, accepted too while this file exists (it may not).
     auth_previous_token_file: str | None = None
     metrics_auth: bool = False
-    # How long a ShardDB's series outlive this replica's last sync of it (hooks/service/metrics.py).
+    # How long a ShardDB's series outlive this replica's last sync of it (hooks/service/views.py).
     metrics_view_ttl_seconds: int = DEFAULT_VIEW_TTL_SECONDS
     # HTTPS when both are set.
     tls_cert_file: str | None = None

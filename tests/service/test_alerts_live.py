@@ -21,11 +21,13 @@ import httpx
 import pytest
 import yaml
 
+from hooks import names
 from testbed.models.world import World, bring_up, sharddb, step, tear_down
 from testbed.real import promtool
 from testbed.real.server import free_port, serve, spawn
 from tools import monitoring
 
+from ..support import replication as with_members
 from ..support.hook import over_http
 from ..support.pki import issue
 from ..support.prerequisites import Prerequisite
@@ -167,6 +169,33 @@ def test_a_degraded_sharddb_raises_an_alert_naming_it(monitored: Monitored) -> N
     alerts = monitored.eventually('ALERTS{alertname="ShardDBDegraded"}', lambda found: bool(of("broken", found)))
     (alert,) = of("broken", alerts)
     assert (alert["namespace"], alert["reason"], alert["alertstate"]) == ("prod", "ShardPodsFailing", "pending")
+
+
+def test_a_shard_whose_standby_stopped_raises_its_own_alert_naming_the_shard_and_not_the_degraded_one(
+    monitored: Monitored,
+) -> None:
+    """Shard 1's standby does not stream; shard 0 is whole. The ShardDB is Degraded (NoSyncStandby, its grace long
+    past), but that reason is the replication alert's, per shard."""
+    a, _ = monitored.replicas
+    marks = [
+        with_members.member_pod(0, 0, names.LEADER_LABEL_VALUE),
+        with_members.member_pod(0, 1, names.FOLLOWER_LABEL_VALUE),
+        with_members.member_pod(1, 0, names.LEADER_LABEL_VALUE),
+        with_members.member_pod(1, 1, names.FOLLOWER_LABEL_VALUE, streaming=False),
+        *[with_members.sync_record(shard) for shard in range(2)],
+    ]
+    running = with_members.stages()["running"]
+    request = with_members.request(with_members.parent(), with_members.applied(running["children"]), marks)
+    over_http(a)(request, False)
+    alerts = monitored.eventually(
+        'ALERTS{alertname="ShardDBShardWithoutSyncStandby"}', lambda found: bool(of("demo", found))
+    )
+    (alert,) = of("demo", alerts)
+    assert (alert["namespace"], alert["shard"], alert["alertstate"]) == ("shop", "1", "pending")
+    degraded = monitored.eventually("sharddb:degraded == 1", lambda found: bool(of("demo", found)))
+    assert [sample["reason"] for sample in of("demo", degraded)] == ["NoSyncStandby"]
+    time.sleep(3)  # three more evaluations of every group
+    assert of("demo", monitored.query('ALERTS{alertname="ShardDBDegraded"}')) == []
 
 
 def test_a_sharddb_finalized_on_one_replica_leaves_no_view_though_another_holds_one(monitored: Monitored) -> None:

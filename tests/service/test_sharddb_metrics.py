@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from hooks.service.app import create_app
-from hooks.service.metrics import DEGRADED_REASONS, OTHER, view_of
 from hooks.service.settings import Settings
+from hooks.service.views import DEGRADED_REASONS, OTHER, view_of
 from testbed.models.world import World, bring_up, sharddb, step, tear_down
 from testbed.real.server import serve
 

@@ -29,6 +29,7 @@ from testbed.real import promtool
 from tools import monitoring
 
 from ..support import alerts as fast_clock
+from ..support import replication as with_members
 from ..support.crds import one
 from ..support.hook import over_http
 from ..support.manifests import DEPLOY, HOOK_NAMESPACE, HOOK_SERVICE, KUBERNETES_VERSION, container, render, webhooks
@@ -50,10 +51,19 @@ def run_promtool(*args: str, cwd: Path = PROMETHEUS) -> subprocess.CompletedProc
 
 @cache
 def served_metrics() -> str:
-    """What the hooks serve once one ShardDB is up and another finalized: every series the rules read."""
+    """What the hooks serve once one ShardDB is up, another finalized and a third runs members: every series the rules
+    read."""
     with TestClient(create_app()) as client:
         bring_up(World(sharddb("shop")), over_http(client))
         tear_down(World(sharddb("gone")), over_http(client))
+        running = with_members.stages()["running"]
+        marks = [
+            *with_members.healthy(),
+            *[with_members.sync_record(shard) for shard in range(2)],
+            with_members.member_pod(0, 2, None, streaming=False),
+        ]
+        members = with_members.parent(members_count=3)
+        over_http(client)(with_members.request(members, with_members.applied(running["children"]), marks), False)
         text: str = client.get("/metrics").text
         return text
 
