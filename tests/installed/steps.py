@@ -1,5 +1,5 @@
-"""The README's "Deploy on a cluster" steps, and the guide's operating steps (a rotation), read from the pages
-themselves: the one source of what users run.
+"""The README's "Deploy on a cluster" steps, and the guide's operating steps (a rotation, a runbook's), read from
+the pages themselves: the one source of what users run.
 
 Each step is a fenced ``sh`` block preceded by ``<!-- step: NAME -->``; the tier runs
 the blocks as written, in bash with ``set -euo pipefail``, from a scratch directory
@@ -37,6 +37,17 @@ def deploy_steps(readme: Path = README) -> dict[str, Step]:
 def page_steps(page: Path) -> dict[str, Step]:
     """Every named step of a page of the guide (``docs/…``), which its tests run as the page says."""
     return steps_in(page.read_text())
+
+
+def runbook(page: Path, names: tuple[str, ...], settings: dict[str, str]) -> Step:
+    """A runbook's steps ``names``, in order, as one shell, its settings (``NS=default`` and the like, which the page
+    asks a person to set once) set to ``settings`` as that person sets them."""
+    steps = page_steps(page)
+    script = "".join(steps[name].script for name in names)
+    for variable, value in settings.items():
+        script, found = re.subn(rf"^{variable}=\S+", f"{variable}={value}", script, count=1, flags=re.M)
+        assert found, f"{page.name} no longer sets {variable}"
+    return Step("+".join(names), script)
 
 
 def steps_in(text: str) -> dict[str, Step]:

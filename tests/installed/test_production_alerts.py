@@ -8,8 +8,10 @@ rules. Its clock runs 30 times faster (``tests/support/alerts.py``): every ``for
 not-synced threshold, the scrape, and, so that threshold keeps its meaning, the CompositeController's resync
 period. The faults are what a person or a cluster does: an image that cannot be pulled, a pod that will not go,
 requests the hooks cannot read, a Secret rotated without the reload, Metacontroller stopped, the scrapes refused
-for the scraper's old token. Two alerts have no fault made from outside: ``ShardDBHooksFailing`` (5xx, a bug of
-the hooks) and ``ShardDBHooksSlow``; promtool's unit tests alone hold them.
+for the scraper's old token, a synchronous standby of the members example held away. Two alerts have no fault
+made from outside: ``ShardDBHooksFailing`` (5xx, a bug of the hooks) and ``ShardDBHooksSlow``; promtool's unit
+tests alone hold them. Of the replication alerts, only ``ShardDBShardWithoutSyncStandby`` has its fault made
+here; promtool's unit tests and the service tier's live Prometheus hold the others.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 
+from hooks import names
 from testbed.images import workloads
 from testbed.real import promtool
 from tools import monitoring
@@ -42,6 +45,7 @@ from .steps import ROOT, Step
 NAMESPACE = "alerts"
 MONITORING = "monitoring"  # the namespace the monitoring component's NetworkPolicy admits
 MINIMAL = ROOT / "examples" / "sharddb-minimal.yaml"
+MEMBERS = ROOT / "examples" / "sharddb-members.yaml"
 COMPONENTS = ("monitoring", "monitoring-metacontroller")
 SECRETS_DIR = "/etc/prometheus/secrets"
 PROGRAM = "/opt/prometheus/prometheus"
@@ -419,6 +423,30 @@ def scrape_fault(install: Install, prometheus: Prometheus, metacontroller_fault:
     return watch(prometheus, expected, make, lambda: copy(token))
 
 
+@pytest.fixture(scope="module")
+def replication_fault(install: Install, prometheus: Prometheus, scrape_fault: Watched) -> Watched:
+    """``examples/sharddb-members.yaml`` (one shard, a primary and its synchronous standby), its standby stopped and
+    held: its pod deleted but kept by a finalizer, so its StatefulSet cannot make it again. The primary commits on
+    one copy until the hold is released and a new standby streams."""
+    del scrape_fault  # after it: one fault at a time
+    install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(example("ha", NAMESPACE, MEMBERS)))
+    available(install, "ha")
+    selector = f"app.kubernetes.io/instance=ha,app.kubernetes.io/component=db,{names.ROLE_LABEL}=replica"
+    (standby,) = [pod["metadata"]["name"] for pod in install.pods(NAMESPACE, selector)]
+
+    def make() -> None:
+        hold = json.dumps({"metadata": {"finalizers": [HOLD]}})
+        install.kubectl("patch", "pod", "-n", NAMESPACE, standby, "--type=merge", "-p", hold)
+        install.kubectl("delete", "pod", "-n", NAMESPACE, standby, "--wait=false")
+
+    def undo() -> None:
+        release = json.dumps({"metadata": {"finalizers": None}})
+        install.kubectl("patch", "pod", "-n", NAMESPACE, standby, "--type=merge", "-p", release)
+
+    expected = [Expected("ShardDBShardWithoutSyncStandby", {"namespace": NAMESPACE, "name": "ha"})]
+    return watch(prometheus, expected, make, undo, evidence=('sharddb:shard_health{name="ha"}',))
+
+
 # --- each alert: fired, named what it is about, cleared ----------------------------------------------------------
 
 
@@ -476,3 +504,10 @@ def test_scrapes_refused_for_an_old_token_fire_replica_down_for_every_replica_an
 ) -> None:
     series = fired_and_cleared(scrape_fault, "ShardDBHooksReplicaDown")
     assert len({labels["instance"] for labels in series}) == 3
+
+
+def test_a_standby_held_away_fires_without_sync_standby_naming_the_shard_and_clears_once_it_streams(
+    replication_fault: Watched,
+) -> None:
+    (labels,) = fired_and_cleared(replication_fault, "ShardDBShardWithoutSyncStandby")
+    assert (labels["name"], labels["shard"], labels["severity"]) == ("ha", "0", "warning")

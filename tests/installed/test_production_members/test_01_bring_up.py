@@ -1,9 +1,14 @@
 """Bring-up: Available through the default seed, one member primary and one replica on another node, the status
-naming both, the ``-primary`` Service reaching the primary alone, a write through it committed."""
+naming both, the ``-primary`` Service reaching the primary alone, a write through it committed; and the shard-roles
+runbook's first questions, run as written, answering of this shard."""
 
 from __future__ import annotations
 
-from .shard import BroughtUp, primary_and_replica, role_of
+from ..installs import Install
+from ..steps import ROOT, runbook
+from .shard import NAME, NAMESPACE, BroughtUp, primary_and_replica, role_of
+
+SHARD_ROLES = ROOT / "docs" / "runbooks" / "shard-roles.md"
 
 
 def test_a_shard_with_two_members_runs_one_pod_labelled_primary_and_one_replica(brought_up: BroughtUp) -> None:
@@ -31,3 +36,13 @@ def test_the_primary_service_reaches_only_the_primary(brought_up: BroughtUp) -> 
 
 def test_a_write_through_the_primary_service_commits(brought_up: BroughtUp) -> None:
     assert brought_up.write == ("Succeeded", "1\n"), brought_up.write
+
+
+def test_the_shard_roles_runbooks_questions_find_both_members_and_patronis_leader(
+    install: Install, brought_up: BroughtUp
+) -> None:
+    settings = {"NS": NAMESPACE, "NAME": NAME, "SHARD": "0"}
+    said = install.run(runbook(SHARD_ROLES, ("shard-roles-set", "shard-roles-ask"), settings))
+    primary, replica = primary_and_replica(brought_up.pods)
+    assert [line for line in said.splitlines() if primary in line and "Leader" in line], said
+    assert [line for line in said.splitlines() if replica in line and "Sync Standby" in line], said

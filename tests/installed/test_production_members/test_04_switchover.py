@@ -1,4 +1,5 @@
-"""A planned switchover, as the runbook asks Patroni for one: the primary moves once, under both invariants."""
+"""A planned switchover, run as ``docs/runbooks/switchover.md`` writes it: the primary moves once, under both
+invariants, and the runbook's own check then names the new primary the leader."""
 
 from __future__ import annotations
 
@@ -6,20 +7,23 @@ from dataclasses import replace
 
 import pytest
 
+from ...support.sharddbs import wait_until
 from ..installs import Install, Obj
 from ..invariants import Record, Report
+from ..steps import ROOT, runbook
 from .disturbances import HandOver, report_hand_over, stop_primary
-from .shard import NAMESPACE, SHARD, BroughtUp, leader_changes, members
+from .shard import NAME, NAMESPACE, BroughtUp, leader_changes, members
+
+RUNBOOK = ROOT / "docs" / "runbooks" / "switchover.md"
+SETTINGS = {"NS": NAMESPACE, "NAME": NAME, "SHARD": "0"}  # the runbook's settings, for this tier's ShardDB
 
 
 def switch_over(install: Install, pod: Obj) -> str:
-    """``patronictl switchover`` in the primary's pod, with docs/runbooks/switchover.md's flags."""
+    """The runbook's settings, then its switchover: it names this primary and the other member as the candidate."""
+    said = install.run(runbook(RUNBOOK, ("switchover-set", "switchover"), SETTINGS))
     old = pod["metadata"]["name"]
     candidate = next(p["metadata"]["name"] for p in members(install) if p["metadata"]["name"] != old)
-    install.kubectl(
-        "exec", "-n", NAMESPACE, old, "-c", "db", "--", "patronictl", "-c", "/etc/patroni/patroni.yml",
-        "switchover", SHARD, "--leader", old, "--candidate", candidate, "--force",
-    )  # fmt: skip
+    assert f"primary: {old}, to promote: {candidate}" in said, said
     return ""
 
 
@@ -49,3 +53,17 @@ def test_no_acknowledged_commit_is_lost_in_a_switchover(switched: HandOver, outa
 
 def test_no_two_members_accept_writes_at_once_during_a_switchover(switched: HandOver) -> None:
     switched.seen.never_two_primaries(handed_to=switched.new)
+
+
+def test_the_runbooks_check_shows_the_new_primary_as_patronis_leader(install: Install, switched: HandOver) -> None:
+    """Once the status names the old primary the synchronous standby again (a loop after it streams): the runbook
+    reads its candidate from there."""
+
+    def synchronous_again() -> bool:
+        (shard,) = install.get("sharddb", "-n", NAMESPACE, NAME)["status"]["replication"]["shards"]
+        return bool(shard.get("syncStandby") == switched.old)
+
+    wait_until(f"{switched.old} the synchronous standby in the status", synchronous_again, 60, every=1)
+    said = install.run(runbook(RUNBOOK, ("switchover-set", "switchover-check"), SETTINGS))
+    assert f"primary: {switched.new}, to promote: {switched.old}" in said, said
+    assert [line for line in said.splitlines() if switched.new in line and "Leader" in line], said
