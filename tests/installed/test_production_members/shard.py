@@ -21,6 +21,8 @@ MEMBERS = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=db"
 REPLICATION_PASSWORD = "installed-tier-replication"
 RESTAPI_PASSWORD = "installed-tier-restapi"
 EXAMPLE = EXAMPLES / "sharddb-members.yaml"
+# What each runbook's first block asks a person to set, set to this ShardDB (``steps.runbook``).
+RUNBOOK_SETTINGS = {"NS": NAMESPACE, "NAME": NAME, "SHARD": "0"}
 # The Secret's values in this tier, never the example's placeholders.
 CREDENTIALS = {
     "superuser": PASSWORD,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..installs import Install
 from ..steps import ROOT, runbook
-from .shard import NAME, NAMESPACE, BroughtUp, primary_and_replica, role_of
+from .shard import RUNBOOK_SETTINGS, BroughtUp, primary_and_replica, role_of
 
 SHARD_ROLES = ROOT / "docs" / "runbooks" / "shard-roles.md"
 
@@ -41,8 +41,7 @@ def test_a_write_through_the_primary_service_commits(brought_up: BroughtUp) -> N
 def test_the_shard_roles_runbooks_questions_find_both_members_and_patronis_leader(
     install: Install, brought_up: BroughtUp
 ) -> None:
-    settings = {"NS": NAMESPACE, "NAME": NAME, "SHARD": "0"}
-    said = install.run(runbook(SHARD_ROLES, ("shard-roles-set", "shard-roles-ask"), settings))
+    said = install.run(runbook(SHARD_ROLES, ("shard-roles-set", "shard-roles-ask"), RUNBOOK_SETTINGS))
     primary, replica = primary_and_replica(brought_up.pods)
     assert [line for line in said.splitlines() if primary in line and "Leader" in line], said
     assert [line for line in said.splitlines() if replica in line and "Sync Standby" in line], said

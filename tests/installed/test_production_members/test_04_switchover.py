@@ -12,15 +12,14 @@ from ..installs import Install, Obj
 from ..invariants import Record, Report
 from ..steps import ROOT, runbook
 from .disturbances import HandOver, report_hand_over, stop_primary
-from .shard import NAME, NAMESPACE, BroughtUp, leader_changes, members
+from .shard import NAME, NAMESPACE, RUNBOOK_SETTINGS, BroughtUp, leader_changes, members
 
 RUNBOOK = ROOT / "docs" / "runbooks" / "switchover.md"
-SETTINGS = {"NS": NAMESPACE, "NAME": NAME, "SHARD": "0"}  # the runbook's settings, for this tier's ShardDB
 
 
 def switch_over(install: Install, pod: Obj) -> str:
     """The runbook's settings, then its switchover: it names this primary and the other member as the candidate."""
-    said = install.run(runbook(RUNBOOK, ("switchover-set", "switchover"), SETTINGS))
+    said = install.run(runbook(RUNBOOK, ("switchover-set", "switchover"), RUNBOOK_SETTINGS))
     old = pod["metadata"]["name"]
     candidate = next(p["metadata"]["name"] for p in members(install) if p["metadata"]["name"] != old)
     assert f"primary: {old}, to promote: {candidate}" in said, said
@@ -64,6 +63,6 @@ def test_the_runbooks_check_shows_the_new_primary_as_patronis_leader(install: In
         return bool(shard.get("syncStandby") == switched.old)
 
     wait_until(f"{switched.old} the synchronous standby in the status", synchronous_again, 60, every=1)
-    said = install.run(runbook(RUNBOOK, ("switchover-set", "switchover-check"), SETTINGS))
+    said = install.run(runbook(RUNBOOK, ("switchover-set", "switchover-check"), RUNBOOK_SETTINGS))
     assert f"primary: {switched.new}, to promote: {switched.old}" in said, said
     assert [line for line in said.splitlines() if switched.new in line and "Leader" in line], said
