@@ -8,10 +8,11 @@ rules. Its clock runs 30 times faster (``tests/support/alerts.py``): every ``for
 not-synced threshold, the scrape, and, so that threshold keeps its meaning, the CompositeController's resync
 period. The faults are what a person or a cluster does: an image that cannot be pulled, a pod that will not go,
 requests the hooks cannot read, a Secret rotated without the reload, Metacontroller stopped, the scrapes refused
-for the scraper's old token, a synchronous standby of the members example held away. Two alerts have no fault
-made from outside: ``ShardDBHooksFailing`` (5xx, a bug of the hooks) and ``ShardDBHooksSlow``; promtool's unit
-tests alone hold them. Of the replication alerts, only ``ShardDBShardWithoutSyncStandby`` has its fault made
-here; promtool's unit tests and the service tier's live Prometheus hold the others.
+for the scraper's old token, the members example's synchronous standby held away, then both its members. Two
+alerts have no fault made from outside: ``ShardDBHooksFailing`` (5xx, a bug of the hooks) and
+``ShardDBHooksSlow``; promtool's unit tests alone hold them. Of the replication alerts,
+``ShardDBShardWithoutSyncStandby`` (the standby held away) and ``ShardDBShardWithoutPrimary`` (both members held
+away) have their faults made here; promtool's unit tests and the service tier's live Prometheus hold the other two.
 """
 
 from __future__ import annotations
@@ -447,6 +448,33 @@ def replication_fault(install: Install, prometheus: Prometheus, scrape_fault: Wa
     return watch(prometheus, expected, make, undo, evidence=('sharddb:shard_health{name="ha"}',))
 
 
+@pytest.fixture(scope="module")
+def no_primary_fault(install: Install, prometheus: Prometheus, replication_fault: Watched) -> Watched:
+    """Both members of the example's shard deleted and held: no member runs, so no write reaches the shard, until the
+    holds are released and Patroni elects a primary again from the members' kept volumes."""
+    del replication_fault  # after it: one fault at a time
+    available(install, "ha")
+    members = [
+        pod["metadata"]["name"]
+        for pod in install.pods(NAMESPACE, "app.kubernetes.io/instance=ha,app.kubernetes.io/component=db")
+    ]
+    assert len(members) == 2, members
+
+    def make() -> None:
+        hold = json.dumps({"metadata": {"finalizers": [HOLD]}})
+        for pod in members:
+            install.kubectl("patch", "pod", "-n", NAMESPACE, pod, "--type=merge", "-p", hold)
+        install.kubectl("delete", "pod", "-n", NAMESPACE, *members, "--wait=false")
+
+    def undo() -> None:
+        release = json.dumps({"metadata": {"finalizers": None}})
+        for pod in members:
+            install.kubectl("patch", "pod", "-n", NAMESPACE, pod, "--type=merge", "-p", release)
+
+    expected = [Expected("ShardDBShardWithoutPrimary", {"namespace": NAMESPACE, "name": "ha"})]
+    return watch(prometheus, expected, make, undo, evidence=('sharddb:shard_health{name="ha"}',))
+
+
 # --- each alert: fired, named what it is about, cleared ----------------------------------------------------------
 
 
@@ -511,3 +539,10 @@ def test_a_standby_held_away_fires_without_sync_standby_naming_the_shard_and_cle
 ) -> None:
     (labels,) = fired_and_cleared(replication_fault, "ShardDBShardWithoutSyncStandby")
     assert (labels["name"], labels["shard"], labels["severity"]) == ("ha", "0", "warning")
+
+
+def test_both_members_held_away_fire_without_primary_naming_the_shard_and_clear_once_one_leads(
+    no_primary_fault: Watched,
+) -> None:
+    (labels,) = fired_and_cleared(no_primary_fault, "ShardDBShardWithoutPrimary")
+    assert (labels["name"], labels["shard"], labels["severity"]) == ("ha", "0", "critical")
