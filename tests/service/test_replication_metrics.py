@@ -12,17 +12,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from hooks import names
 from hooks.service.app import create_app
 from hooks.service.views import OTHER, view_of
 
 from ..support import replication as members
-from ..support.hook import ManualClock
+from ..support.hook import Labels, ManualClock, series
 
 Obj = dict[str, Any]
-Labels = tuple[tuple[str, str], ...]
 MIB = 1024 * 1024
 
 
@@ -40,15 +38,6 @@ def synced(client: TestClient, related: list[Obj]) -> str:
     assert answered.status_code == 200, answered.text
     text: str = client.get("/metrics").text
     return text
-
-
-def series(text: str, name: str) -> dict[Labels, float]:
-    return {
-        tuple(sorted(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == name
-    }
 
 
 def of(**extra: str) -> Labels:

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from hooks.service.app import create_app
 from hooks.service.settings import Settings
@@ -22,21 +21,10 @@ from hooks.service.views import DEGRADED_REASONS, OTHER, view_of
 from testbed.models.world import World, bring_up, sharddb, step, tear_down
 from testbed.real.server import serve
 
-from ..support.hook import ManualClock, over_http
+from ..support.hook import Labels, ManualClock, over_http, series
 from ..support.reasons import EMITTED
 
-Labels = tuple[tuple[str, str], ...]
 TTL = 1800
-
-
-def series(text: str, name: str) -> dict[Labels, float]:
-    """The samples of gauge ``name`` in an exposition, by their sorted labels."""
-    return {
-        tuple(sorted(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == name
-    }
 
 
 def of(namespace: str, name: str, **extra: str) -> Labels:

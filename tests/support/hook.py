@@ -1,4 +1,4 @@
-"""Ways to call the hooks: in-process (pure handler) or over HTTP, and clocks a test sets."""
+"""Ways to call the hooks: in-process (pure handler) or over HTTP, clocks a test sets, and what their metrics say."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from hooks import clock, handler
 from hooks.clock import Clock
 
 Obj = dict[str, Any]
+Labels = tuple[tuple[str, str], ...]
 # Two hours after the stand-in World creates its objects: past the longest pod start grace,
 # so a pod the World fails (without a later ``since``) has been stuck long enough to count.
 FIXED_NOW = "2026-01-01T02:00:00Z"
@@ -56,3 +58,13 @@ def over_http(client: httpx.Client) -> Any:
         return body
 
     return call
+
+
+def series(exposition: str, name: str) -> dict[Labels, float]:
+    """The samples named ``name`` in a ``/metrics`` exposition, by their labels, sorted."""
+    return {
+        tuple(sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == name
+    }
