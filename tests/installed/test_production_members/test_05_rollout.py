@@ -1,4 +1,6 @@
-"""A rollout of ``dbImage``: the rollout Job evicts the standby first, then the primary; one hand-over."""
+"""A rollout of ``dbImage``: the rollout Job evicts the standby first, then the primary; one hand-over. Then a
+rollout to an image that cannot start: the Job replaces the standby, waits, and never evicts the primary, and
+``docs/runbooks/member-rollout-waits.md``, run as written, finds the member and puts the image back."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ import pytest
 from testbed.images import workloads
 
 from ...support.sharddbs import wait_until
-from ..installs import Install
+from ..installs import Install, Obj
 from ..invariants import Record, Report, Seen
-from .disturbances import hand_over, start_clients, watched
+from ..steps import ROOT, runbook
+from .disturbances import Disturbed, disturb, hand_over, start_clients, watched
 from .shard import (
     NAME,
     NAMESPACE,
+    RUNBOOK_SETTINGS,
     BroughtUp,
     leader_changes,
     members,
@@ -130,3 +134,62 @@ def test_no_acknowledged_commit_is_lost_in_a_rollout(rolled: Rolled, outages: Re
 
 def test_no_two_members_accept_writes_at_once_during_a_rollout(rolled: Rolled) -> None:
     rolled.seen.never_two_primaries(handed_to=rolled.after)
+
+
+RUNBOOK = ROOT / "docs" / "runbooks" / "member-rollout-waits.md"
+ROLLOUT_PODS = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=rollout"
+
+
+@pytest.fixture(scope="module")
+def stuck_then_back(install: Install, rolled: Rolled) -> tuple[Disturbed, str]:
+    """``dbImage`` changed to one that cannot be pulled; once the Job says it waits, the runbook's blocks as written
+    (they find the member and put back the image the primary runs); what they printed."""
+    _ = rolled  # after it: one step at a time
+    said: list[str] = []
+
+    def job_waits() -> bool:
+        return " not Ready" in install.kubectl("-n", NAMESPACE, "logs", "--tail=1", "-l", ROLLOUT_PODS, check=False)
+
+    def stuck(_: Obj, standby: Obj) -> None:
+        patch = json.dumps({"spec": {"dbImage": f"{workloads.POSTGRES_PATRONI_ROLLOUT}-absent"}})
+        install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", patch)
+        wait_until(f"the rollout Job waiting for {standby['metadata']['name']}", job_waits, 180, every=1)
+        blocks = ("rollout-set", "rollout-symptoms", "rollout-log", "rollout-member", "rollout-back")
+        settings = {key: value for key, value in RUNBOOK_SETTINGS.items() if key != "SHARD"}
+        said.append(install.run(runbook(RUNBOOK, blocks, settings)))
+
+    label = "rollout to an image that cannot start, put back by the runbook, 2 members (writes go on)"
+    step = disturb(install, label, "stuck", stuck, "standby")
+    wait_until(f"{NAME} Available", lambda: install.available(NAMESPACE, NAME), 180, every=1)
+    return step, said[0]
+
+
+def test_a_rollout_to_an_image_that_cannot_start_never_evicts_the_primary(
+    stuck_then_back: tuple[Disturbed, str], report: Report
+) -> None:
+    step, _ = stuck_then_back
+    report(f"a rollout stuck, then put back (runbook): whole again in {step.seconds:.1f} s")
+    assert step.changes == 0
+
+
+def test_the_runbook_names_the_member_that_never_started_and_puts_back_the_primarys_image(
+    install: Install, stuck_then_back: tuple[Disturbed, str]
+) -> None:
+    _, said = stuck_then_back
+    (named,) = [line for line in said.splitlines() if line.startswith("not Ready: ")]
+    assert named.removeprefix("not Ready: ").startswith(f"{NAME}-db-0-"), said
+    assert f"dbImage back to {workloads.POSTGRES_PATRONI_ROLLOUT}" in said, said
+    images = {pod["spec"]["containers"][0]["image"] for pod in members(install)}
+    assert images == {workloads.POSTGRES_PATRONI_ROLLOUT}
+
+
+def test_no_acknowledged_commit_is_lost_in_a_rollout_that_cannot_start(
+    stuck_then_back: tuple[Disturbed, str], outages: Record
+) -> None:
+    stuck_then_back[0].seen.no_acknowledged_commit_lost(outages)
+
+
+def test_no_two_members_accept_writes_at_once_in_a_rollout_that_cannot_start(
+    stuck_then_back: tuple[Disturbed, str],
+) -> None:
+    stuck_then_back[0].seen.never_two_primaries()
