@@ -16,7 +16,14 @@ on its StatefulSets, get and evict on its member pods, each by name.
 The Job's name ends in a hash of everything it runs and of the member templates it rolls to, so a new
 change is a new Job (a Job's template cannot change) and a finished one is never mistaken for the next.
 The hooks return it while any member runs an older template, and drop it (Metacontroller deletes it)
-once every shard has rolled.
+once every shard has rolled. A Job acts only for the templates it found when it started: its pod reads
+every shard's update revision first and waits, evicting nothing, once a StatefulSet moves on to another,
+so a dropped Job's pod that outlives its Job never does the newer Job's work beside it. It stops at
+``SIGTERM`` (as a container's first process, Python would ignore it until the kill 30 s later), failed,
+so an evicted pod is replaced, not counted as a finished rollout.
+
+It runs ``dbImage`` itself, so it pulls the new image before any member stops: a rollout to an image the
+nodes cannot pull evicts nothing (the Job's pod waits on the image, and the shards serve on untouched).
 """
 
 from __future__ import annotations
@@ -45,7 +52,9 @@ HASH_LENGTH = 7
 # started is replaced by the next), once every other member is Ready; the primary goes last, once
 # every member is Ready and (synchronous) an updated one is its synchronous standby.
 # The choice, a function of what one pass read: which member to evict next, or why none. Kept
-# apart from the I/O so the tests run this very text.
+# apart from the I/O so the tests run this very text. ``pin``: the update revision a shard rolls to is
+# the first one the Job read caught up (every shard's is read before any eviction); another one later
+# means a newer change, whose own Job rolls it, so this one waits until the hooks drop it.
 CHOOSE = """\
 def ready(pod):
     conditions = (pod.get("status") or {}).get("conditions") or []
@@ -75,11 +84,20 @@ def choose(pods, target, role_label, leader, synchronous, sync_named):
     if synchronous and not updated & set(sync_named.split(",")):
         return None, "waiting: no updated member is the synchronous standby yet (%s)" % (sync_named or "none")
     return primary, "the primary"
+def pin(pinned, name, sts):
+    status = sts.get("status") or {}
+    if status.get("observedGeneration", 0) < sts["metadata"].get("generation", 0):
+        return None, "waiting: its controller has not read the latest spec"
+    target = pinned.setdefault(name, status.get("updateRevision", ""))
+    if status.get("updateRevision", "") != target:
+        return None, "waiting: the StatefulSet moved on to a newer template; the newer rollout Job rolls it"
+    return target, ""
 """
 
 SCRIPT = (
     """\
-import json, os, ssl, sys, time, urllib.error, urllib.request
+import json, os, signal, ssl, sys, time, urllib.error, urllib.request
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 sa = "/var/run/secrets/kubernetes.io/serviceaccount"
 namespace = open(sa + "/namespace").read().strip()
 host = os.environ["KUBERNETES_SERVICE_HOST"]
@@ -103,13 +121,17 @@ def call(method, path, body=None):
 """
     + CHOOSE
     + """\
-def step(name):
+pinned = {}
+def target(name):
     code, sts = call("GET", "/apis/apps/v1/namespaces/%s/statefulsets/%s" % (namespace, name))
     if code != 200:
-        return "waiting: StatefulSet %s: %s" % (name, code)
-    status = sts.get("status") or {}
-    if status.get("observedGeneration", 0) < sts["metadata"].get("generation", 0):
-        return "waiting: its controller has not read the latest spec"
+        return None, None, "waiting: StatefulSet %s: %s" % (name, code)
+    revision, why = pin(pinned, name, sts)
+    return sts, revision, why
+def step(name):
+    sts, revision, why = target(name)
+    if revision is None:
+        return why
     pods = []
     for member in range(sts["spec"].get("replicas", 1)):
         code, pod = call("GET", "/api/v1/namespaces/%s/pods/%s-%d" % (namespace, name, member))
@@ -118,7 +140,7 @@ def step(name):
         pods.append(pod)
     code, record = call("GET", "/api/v1/namespaces/%s/configmaps/%s-sync" % (namespace, name))
     named = ((record or {}).get("metadata", {}).get("annotations") or {}).get("sync_standby") or ""
-    victim, why = choose(pods, status.get("updateRevision", ""), role_label, leader, synchronous, named)
+    victim, why = choose(pods, revision, role_label, leader, synchronous, named)
     if victim is None:
         return why
     who = victim["metadata"]["name"]
@@ -128,7 +150,17 @@ def step(name):
     if code in (200, 201):
         return "evicted %s (%s)" % (who, why)
     return "waiting: the eviction of %s answered %s" % (who, code)
-for name in os.environ["SHARDDB_SHARD_SETS"].split():
+shard_sets = os.environ["SHARDDB_SHARD_SETS"].split()
+said = ""
+while len(pinned) < len(shard_sets):
+    waits = [(name, target(name)[2]) for name in shard_sets if name not in pinned]
+    now = "; ".join("%s: %s" % each for each in waits if each[1])
+    if now and now != said:
+        print("%s %s" % (time.strftime("%H:%M:%S"), now), flush=True)
+    said = now
+    if len(pinned) < len(shard_sets):
+        time.sleep(2)
+for name in shard_sets:
     said = ""
     while said != "done":
         now = step(name)

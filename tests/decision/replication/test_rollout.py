@@ -268,3 +268,39 @@ def test_an_asynchronous_shard_needs_no_sync_standby_to_move_its_primary() -> No
 def test_a_shard_whose_members_all_run_the_new_template_is_done() -> None:
     pods = [pod("demo-db-0-0", "new", "primary"), pod("demo-db-0-1", "new", "replica")]
     assert choose(pods) == ("", "done")
+
+
+# --- the templates a Job rolls to: the first update revision it read of each shard ----------------------
+
+
+def statefulset(revision: str, generation: int = 2, observed: int = 2) -> Obj:
+    return {
+        "metadata": {"generation": generation},
+        "status": {"observedGeneration": observed, "updateRevision": revision},
+    }
+
+
+def test_the_job_rolls_each_shard_to_the_first_update_revision_it_read() -> None:
+    pinned: dict[str, str] = {}
+    assert CHOSEN["pin"](pinned, "demo-db-0", statefulset("r2")) == ("r2", "")
+    assert pinned == {"demo-db-0": "r2"}
+
+
+def test_the_job_pins_nothing_before_the_statefulsets_controller_read_the_latest_spec() -> None:
+    pinned: dict[str, str] = {}
+    target, why = CHOSEN["pin"](pinned, "demo-db-0", statefulset("r1", generation=3, observed=2))
+    assert (target, pinned) == (None, {})
+    assert "has not read the latest spec" in why
+
+
+def test_a_job_whose_shard_moved_on_to_a_newer_template_evicts_nothing() -> None:
+    """A dropped Job's pod can outlive its Job: it must not do the newer Job's work beside it."""
+    pinned = {"demo-db-0": "r2"}
+    target, why = CHOSEN["pin"](pinned, "demo-db-0", statefulset("r3", generation=3, observed=3))
+    assert target is None
+    assert "newer template" in why
+
+
+def test_a_job_goes_on_when_its_shard_is_back_on_the_template_it_rolls_to() -> None:
+    pinned = {"demo-db-0": "r2"}
+    assert CHOSEN["pin"](pinned, "demo-db-0", statefulset("r2", generation=4, observed=4)) == ("r2", "")

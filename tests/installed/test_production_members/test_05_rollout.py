@@ -1,6 +1,6 @@
 """A rollout of ``dbImage``: the rollout Job evicts the standby first, then the primary; one hand-over. Then a
-rollout to an image that cannot start: the Job replaces the standby, waits, and never evicts the primary, and
-``docs/runbooks/member-rollout-waits.md``, run as written, finds the member and puts the image back."""
+rollout to an image no node can pull: the Job's own pod waits on it, no member is evicted, and
+``docs/runbooks/member-rollout-waits.md``, run as written, shows that pod and puts the image back."""
 
 from __future__ import annotations
 
@@ -46,6 +46,14 @@ class Rolled:
     jobs_left: list[str]
 
 
+def rollout_jobs(install: Install) -> list[str]:
+    return [
+        j["metadata"]["name"]
+        for j in install.get("jobs", "-n", NAMESPACE)["items"]
+        if "-rollout-" in j["metadata"]["name"]
+    ]
+
+
 @pytest.fixture(scope="module")
 def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
     _ = brought_up
@@ -75,14 +83,7 @@ def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
     wait_until(f"{NAME} Available", lambda: install.available(NAMESPACE, NAME), 120, every=1)
     seconds = time.monotonic() - began
 
-    def rollout_jobs() -> list[str]:
-        return [
-            j["metadata"]["name"]
-            for j in install.get("jobs", "-n", NAMESPACE)["items"]
-            if "-rollout-" in j["metadata"]["name"]
-        ]
-
-    wait_until("the rollout Job gone once every member rolled", lambda: not rollout_jobs(), 120, every=1)
+    wait_until("the rollout Job gone once every member rolled", lambda: not rollout_jobs(install), 120, every=1)
     writers.wait_acknowledged()
     time.sleep(2)  # the poller asks every member once more after the writers are back
     writes = install.stack.audit.since(mark, namespace=NAMESPACE)
@@ -101,7 +102,7 @@ def rolled(install: Install, brought_up: BroughtUp) -> Rolled:
         seen,
         moments,
         seconds,
-        rollout_jobs(),
+        rollout_jobs(install),
     )
     clients.stop()
     return done
@@ -138,58 +139,101 @@ def test_no_two_members_accept_writes_at_once_during_a_rollout(rolled: Rolled) -
 
 RUNBOOK = ROOT / "docs" / "runbooks" / "member-rollout-waits.md"
 ROLLOUT_PODS = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=rollout"
+ABSENT = f"{workloads.POSTGRES_PATRONI_ROLLOUT}-absent"
+WAITING_ON_IMAGE = ("ErrImagePull", "ImagePullBackOff")
+
+
+@dataclass(frozen=True)
+class Unpullable:
+    """A rollout to an image no node can pull, put back by the runbook's blocks as written."""
+
+    step: Disturbed
+    said: str  # what the runbook's blocks printed
+    replaced: list[str]  # members whose pod is not the one from before
+    images: set[str]
+    jobs_left: list[str]
+
+
+def rollout_pods(install: Install) -> list[Obj]:
+    items: list[Obj] = install.get("pods", "-n", NAMESPACE, "-l", ROLLOUT_PODS)["items"]
+    return items
+
+
+def waiting_on_its_image(install: Install) -> bool:
+    """The rollout Job's pod cannot pull its image (it runs the new ``dbImage`` itself)."""
+    return any(
+        ((status.get("state") or {}).get("waiting") or {}).get("reason") in WAITING_ON_IMAGE
+        for pod in rollout_pods(install)
+        for status in (pod.get("status") or {}).get("containerStatuses") or []
+    )
 
 
 @pytest.fixture(scope="module")
-def stuck_then_back(install: Install, rolled: Rolled) -> tuple[Disturbed, str]:
-    """``dbImage`` changed to one that cannot be pulled; once the Job says it waits, the runbook's blocks as written
-    (they find the member and put back the image the primary runs); what they printed."""
+def unpullable(install: Install, rolled: Rolled) -> Unpullable:
+    """``dbImage`` changed to one no node can pull; once the Job's pod waits on it, the runbook's blocks as
+    written (they show the pod and put back the image the primary runs)."""
     _ = rolled  # after it: one step at a time
+    # The last rollout's pod outlives its Job for a moment (background deletion): the runbook reads every one.
+    wait_until("the last rollout's pods gone", lambda: not rollout_pods(install), 120, every=1)
     said: list[str] = []
+    uids: dict[str, str] = {}
 
-    def job_waits() -> bool:
-        return " not Ready" in install.kubectl("-n", NAMESPACE, "logs", "--tail=1", "-l", ROLLOUT_PODS, check=False)
-
-    def stuck(_: Obj, standby: Obj) -> None:
-        patch = json.dumps({"spec": {"dbImage": f"{workloads.POSTGRES_PATRONI_ROLLOUT}-absent"}})
+    def stuck(primary: Obj, standby: Obj) -> None:
+        uids.update({pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in (primary, standby)})
+        patch = json.dumps({"spec": {"dbImage": ABSENT}})
         install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", patch)
-        wait_until(f"the rollout Job waiting for {standby['metadata']['name']}", job_waits, 180, every=1)
-        blocks = ("rollout-set", "rollout-symptoms", "rollout-log", "rollout-member", "rollout-back")
-        settings = {key: value for key, value in RUNBOOK_SETTINGS.items() if key != "SHARD"}
-        said.append(install.run(runbook(RUNBOOK, blocks, settings)))
+        try:
+            wait_until("the rollout Job's pod waiting on its image", lambda: waiting_on_its_image(install), 180)
+            blocks = ("rollout-set", "rollout-symptoms", "rollout-log", "rollout-back")
+            settings = {key: value for key, value in RUNBOOK_SETTINGS.items() if key != "SHARD"}
+            said.append(install.run(runbook(RUNBOOK, blocks, settings)))
+        finally:
+            if not said:  # the later steps start from the image the members run, whatever failed here
+                back = json.dumps({"spec": {"dbImage": workloads.POSTGRES_PATRONI_ROLLOUT}})
+                install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", back)
 
-    label = "rollout to an image that cannot start, put back by the runbook, 2 members (writes go on)"
-    step = disturb(install, label, "stuck", stuck, "standby")
+    step = disturb(install, "rollout to an image no node can pull, put back (runbook)", "unpullable", stuck)
     wait_until(f"{NAME} Available", lambda: install.available(NAMESPACE, NAME), 180, every=1)
-    return step, said[0]
+    wait_until("the rollout Job gone once the image is back", lambda: not rollout_jobs(install), 120, every=1)
+    now = members(install)
+    return Unpullable(
+        step,
+        said[0],
+        sorted(
+            name
+            for name, uid in uids.items()
+            if {p["metadata"]["name"]: p["metadata"]["uid"] for p in now}.get(name) != uid
+        ),
+        {pod["spec"]["containers"][0]["image"] for pod in now},
+        rollout_jobs(install),
+    )
 
 
-def test_a_rollout_to_an_image_that_cannot_start_never_evicts_the_primary(
-    stuck_then_back: tuple[Disturbed, str], report: Report
+def test_a_rollout_to_an_image_no_node_can_pull_evicts_no_member(unpullable: Unpullable, report: Report) -> None:
+    report(f"a rollout to an image no node can pull, put back (runbook): whole in {unpullable.step.seconds:.1f} s")
+    assert unpullable.replaced == []
+    assert unpullable.step.changes == 0
+
+
+def test_the_runbook_shows_the_jobs_pod_waiting_on_its_image_and_puts_back_the_primarys(
+    unpullable: Unpullable,
 ) -> None:
-    step, _ = stuck_then_back
-    report(f"a rollout stuck, then put back (runbook): whole again in {step.seconds:.1f} s")
-    assert step.changes == 0
+    assert any(reason in unpullable.said for reason in WAITING_ON_IMAGE), unpullable.said
+    assert f"dbImage back to {workloads.POSTGRES_PATRONI_ROLLOUT}" in unpullable.said, unpullable.said
+    assert unpullable.images == {workloads.POSTGRES_PATRONI_ROLLOUT}
 
 
-def test_the_runbook_names_the_member_that_never_started_and_puts_back_the_primarys_image(
-    install: Install, stuck_then_back: tuple[Disturbed, str]
+def test_the_rollout_job_of_an_image_put_back_is_gone(unpullable: Unpullable) -> None:
+    assert unpullable.jobs_left == []
+
+
+def test_no_acknowledged_commit_is_lost_in_a_rollout_to_an_image_no_node_can_pull(
+    unpullable: Unpullable, outages: Record
 ) -> None:
-    _, said = stuck_then_back
-    (named,) = [line for line in said.splitlines() if line.startswith("not Ready: ")]
-    assert named.removeprefix("not Ready: ").startswith(f"{NAME}-db-0-"), said
-    assert f"dbImage back to {workloads.POSTGRES_PATRONI_ROLLOUT}" in said, said
-    images = {pod["spec"]["containers"][0]["image"] for pod in members(install)}
-    assert images == {workloads.POSTGRES_PATRONI_ROLLOUT}
+    unpullable.step.seen.no_acknowledged_commit_lost(outages)
 
 
-def test_no_acknowledged_commit_is_lost_in_a_rollout_that_cannot_start(
-    stuck_then_back: tuple[Disturbed, str], outages: Record
+def test_no_two_members_accept_writes_at_once_in_a_rollout_to_an_image_no_node_can_pull(
+    unpullable: Unpullable,
 ) -> None:
-    stuck_then_back[0].seen.no_acknowledged_commit_lost(outages)
-
-
-def test_no_two_members_accept_writes_at_once_in_a_rollout_that_cannot_start(
-    stuck_then_back: tuple[Disturbed, str],
-) -> None:
-    stuck_then_back[0].seen.never_two_primaries()
+    unpullable.step.seen.never_two_primaries()
