@@ -285,7 +285,8 @@ POSTGRES_PATRONI_IMAGE = DebianImage(
     recipe=POSTGRES_IMAGE.recipe,
     files=POSTGRES_IMAGE.files,
     account=POSTGRES_IMAGE.account,
-    packages=(*POSTGRES_IMAGE.packages, "python3", "python3-venv"),
+    # psycopg2's build packages, purged by patroni.sh once the venv is made.
+    packages=(*POSTGRES_IMAGE.packages, "python3", "python3-venv", "gcc", "libpq-dev", "python3-dev"),
     customize=POSTGRES_IMAGE.customize,
     hooks=(*POSTGRES_IMAGE.hooks, "patroni.sh"),
     dpkg_options=POSTGRES_IMAGE.dpkg_options,

@@ -48,6 +48,17 @@ def spawn(args: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
     return _SPAWNER.submit(popen).result()
 
 
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, ten seconds for it to end, then SIGKILL; reaped either way."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.wait()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -122,13 +133,7 @@ def launch(
             time.sleep(0.05)
         yield running
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        process.wait()
+        stop(process)
 
 
 @contextmanager
