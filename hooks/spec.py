@@ -9,29 +9,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator
 from pydantic_core import PydanticCustomError
 
 from . import names, quantity
+from .backup.spec import Backup
 from .corev1 import CoreV1
+from .model import DnsName, NonEmpty
+from .model import Spec as _Spec
+from .model import integral as _integral
 
-NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
-# A DNS subdomain, as the names of ServiceAccounts and PriorityClasses are.
-DnsName = Annotated[
-    str,
-    StringConstraints(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-    ),
-]
 AbsolutePath = Annotated[str, StringConstraints(pattern=r"^/")]
 Port = Annotated[int, Field(ge=1, le=65535)]
-
-
-def _integral(value: object) -> object:
-    """JSON Schema counts 3.0 as an integer, so do we; 3.5, "3" and true stay errors."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 Command = Annotated[list[NonEmpty], Field(min_length=1)]
@@ -192,10 +181,6 @@ DEFAULT_CONTAINER_SECURITY_CONTEXT: dict[str, object] = {
 }
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, populate_by_name=True)
-
-
 class Storage(_Spec):
     """Per-shard persistent volume; fixed once the StatefulSet exists (immutable there)."""
 
@@ -351,6 +336,8 @@ class ShardDBSpec(_Spec):
     cache: Cache
     storage: Storage = Storage()
     replication: Replication = Replication()
+    # None: no backup (the CRD allows it only with members, whose image carries the engine).
+    backup: Backup | None = None
     seed_command: Command | None = Field(default=None, alias="seedCommand")
     # A seed that waits forever on a shard that never answers must end as a failure.
     seed_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SEED_TIMEOUT_SECONDS)] = Field(

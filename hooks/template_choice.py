@@ -27,6 +27,9 @@ from .spec import ShardDBSpec
 EPOCH = 1
 # Spec fields each template reads; held to pod_templates.py's templates by tests/decision/test_templates.py.
 DB_FIELDS = ("dbImage", "db", "drainCommand", "drainGracePeriodSeconds", "imagePullSecrets", "serviceAccountName")
+# Read by the member templates alone (``replication/template.py``): absent from every ShardDB made before it, so
+# no running shard's hash moves with the release that adds it.
+MEMBER_FIELDS = ("backup",)
 CACHE_FIELDS = ("cache", "imagePullSecrets", "serviceAccountName")
 CACHE_DB_FIELDS = ("port",)  # the cache's pods are told the shards' port
 CACHE_IGNORED = ("replicas",)  # a count, not a shape
@@ -44,7 +47,7 @@ def inputs(spec: ShardDBSpec, component: str) -> str:
     """
     written = spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
     if component == "db":
-        shape = {key: written[key] for key in DB_FIELDS if key in written}
+        shape = {key: written[key] for key in (*DB_FIELDS, *MEMBER_FIELDS) if key in written}
     else:
         shape = {key: written[key] for key in CACHE_FIELDS if key in written}
         cache = {key: value for key, value in shape.get("cache", {}).items() if key not in CACHE_IGNORED}

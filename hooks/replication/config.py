@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import names, quantity
+from ..backup import member as backup_member
+from ..backup.spec import Backup
 from ..spec import MEBIBYTE, ShardDBSpec
 from . import tls
 from .callback import callbacks
@@ -65,6 +67,8 @@ class PatroniConfig:
     # WAL kept for replication slots, in whole megabytes (``slot_wal_keep_mb``).
     max_slot_wal_keep_mb: int = 256
     strict: bool = False
+    # ``spec.backup``: the primary archives each segment, and every member may restore from the archive.
+    backup: Backup | None = None
 
     @property
     def scope(self) -> str:
@@ -124,11 +128,19 @@ class PatroniConfig:
     def _postgresql(self) -> Obj:
         """PostgreSQL as Patroni runs it in this member: addresses, files, callbacks, users and who may log in."""
         data = self.data_path.rstrip("/")
+        archive = backup_member.parameters(self.backup, self.scope) if self.backup else {}
+        recovery = {"recovery_conf": backup_member.recovery(self.backup, self.scope)} if self.backup else {}
         return {
             "listen": f"0.0.0.0:{self.port}",
             # A slot keeps WAL for a standby that is away; past this bound the primary lets it go and
-            # the standby catches up by cloning anew, rather than the primary's volume filling.
-            "parameters": {"max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB", **tls.server_parameters()},
+            # the standby catches up by cloning anew (or, with backups, from the archive), rather than
+            # the primary's volume filling.
+            "parameters": {
+                "max_slot_wal_keep_size": f"{self.max_slot_wal_keep_mb}MB",
+                **tls.server_parameters(),
+                **archive,
+            },
+            **recovery,
             # A new primary takes the primary label off its shard's other members (``callback``).
             "callbacks": callbacks(),
             "data_dir": f"{data}/pgdata",

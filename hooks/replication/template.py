@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from .. import names
+from ..backup import member as backup_member
 from ..spec import ShardDBSpec
 from . import incluster, stop, tls
 from .config import (
@@ -114,7 +115,14 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     """
     template: Obj = json.loads(json.dumps(base))
     config = PatroniConfig(
-        parent, shard, spec.db.port, spec.db.data_path, plan.synchronous, slot_wal_keep_mb(spec), plan.strict
+        parent,
+        shard,
+        spec.db.port,
+        spec.db.data_path,
+        plan.synchronous,
+        slot_wal_keep_mb(spec),
+        plan.strict,
+        spec.backup,
     )
     meta = template.setdefault("metadata", {})
     meta["labels"] = {**meta.get("labels", {}), names.SCOPE_LABEL: names.shard_name(parent, shard)}
@@ -124,7 +132,8 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     pod["affinity"] = anti_affinity(parent, shard, spec.db.affinity)
     container = next(each for each in pod["containers"] if each["name"] == names.DB)
     taken = {var["name"] for var in container.get("env", [])}
-    container["env"] = [var for var in patroni_env(spec.db.port) if var["name"] not in taken] + container.get("env", [])
+    ours = [*patroni_env(spec.db.port), *(backup_member.env(spec.backup) if spec.backup else [])]
+    container["env"] = [var for var in ours if var["name"] not in taken] + container.get("env", [])
     container["ports"] = [
         *container.get("ports", []),
         {"name": PATRONI_PORT_NAME, "containerPort": PATRONI_PORT, "protocol": "TCP"},
@@ -136,6 +145,7 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
         *container.get("volumeMounts", []),
         {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
         tls.mount(),
+        *(backup_member.mounts(spec.backup) if spec.backup else []),
     ]
     # The member's TLS key and certificate, made before PostgreSQL or Patroni starts (``tls``).
     pod["initContainers"] = [*pod.get("initContainers", []), tls.init_container(container)]
@@ -150,5 +160,6 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
             },
         },
         tls.volume(),
+        *(backup_member.volumes(spec.backup) if spec.backup else []),
     ]
     return template

@@ -129,6 +129,44 @@ def test_strict_without_synchronous_is_refused_naming_the_field(kube: Kube, name
     assert "spec.replication.strict needs spec.replication.synchronous true" in error_message(response)
 
 
+BACKUP = {
+    "objectStore": {
+        "destinationPath": "s3://backups/orders",
+        "s3Credentials": {
+            "accessKeyId": {"name": "backup-s3", "key": "ACCESS_KEY_ID"},
+            "secretAccessKey": {"name": "backup-s3", "key": "ACCESS_SECRET_KEY"},
+        },
+    }
+}
+
+
+def test_a_backup_of_single_copy_shards_is_refused_naming_the_field(kube: Kube, namespace: str) -> None:
+    """The engine runs in the Patroni member image; a single copy runs a plain PostgreSQL image."""
+    response = kube.create(sharddb("alone", namespace, {**SPEC, "backup": BACKUP}))
+    assert response.status_code == 422, error_message(response)
+    assert "spec.backup needs spec.replication.members 2 or 3" in error_message(response)
+
+
+def test_a_backup_of_shards_with_members_is_accepted_with_its_defaults(kube: Kube, namespace: str) -> None:
+    response = kube.create(sharddb("kept", namespace, {**SPEC, "replication": {"members": 2}, "backup": BACKUP}))
+    assert response.status_code == 201, error_message(response)
+    stored = response.json()["spec"]["backup"]
+    assert (stored["archiveTimeoutSeconds"], stored["objectStore"]["region"]) == (60, "us-east-1")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("destinationPath", "https://backups/orders"), ("endpointURL", "http://s3.example.com")],
+)
+def test_a_store_address_that_is_not_s3_over_https_is_refused_naming_the_field(
+    kube: Kube, namespace: str, field: str, value: str
+) -> None:
+    backup = {"objectStore": {**BACKUP["objectStore"], field: value}}
+    response = kube.create(sharddb("plain", namespace, {**SPEC, "replication": {"members": 2}, "backup": backup}))
+    assert response.status_code == 422, error_message(response)
+    assert f"spec.backup.objectStore.{field}" in error_message(response)
+
+
 @pytest.mark.parametrize("size", ["512Ki", "0", "-1Gi"])
 def test_a_wal_bound_under_one_mebibyte_is_refused_naming_the_field(kube: Kube, namespace: str, size: str) -> None:
     replication = {"members": 2, "maxSlotWalKeepSize": size}

@@ -25,7 +25,7 @@ from testbed.models.metacontroller import (
 )
 
 from ..support.kube import Kube
-from ..support.replication import OWNER, failed_over, members, parent, rendered, stages
+from ..support.replication import OWNER, failed_over, members, parent, rendered, spec, stages
 
 Obj = dict[str, Any]
 
@@ -38,16 +38,36 @@ def collection_of(kind: str, namespace: str) -> str:
     return f"{found.api_prefix}/namespaces/{namespace}/{found.plural}"
 
 
+def assert_fixed_point(kube: Kube, namespace: str, desired: Obj) -> None:
+    """Created as Metacontroller creates a child, read back: the update decision sends nothing."""
+    sent = desired_as_sent(desired, namespace, PARENT_UID)
+    created = desired_as_sent(desired, namespace, PARENT_UID)
+    created["metadata"].setdefault("annotations", {})[LAST_APPLIED] = serialize(sent)
+    collection = collection_of(desired["kind"], namespace)
+    response = kube.http.post(collection, json=created, params={"fieldValidation": "Strict"})
+    assert response.status_code == 201, response.text
+    stored = kube.http.get(f"{collection}/{desired['metadata']['name']}").json()
+    assert not needs_update(stored, sent), (desired["kind"], difference(stored, sent))
+
+
 def test_every_object_for_members_is_stored_as_a_fixed_point(kube: Kube, namespace: str) -> None:
     for desired in rendered(members(3), Plan(3, True)):
-        sent = desired_as_sent(desired, namespace, PARENT_UID)
-        created = desired_as_sent(desired, namespace, PARENT_UID)
-        created["metadata"].setdefault("annotations", {})[LAST_APPLIED] = serialize(sent)
-        collection = collection_of(desired["kind"], namespace)
-        response = kube.http.post(collection, json=created, params={"fieldValidation": "Strict"})
-        assert response.status_code == 201, response.text
-        stored = kube.http.get(f"{collection}/{desired['metadata']['name']}").json()
-        assert not needs_update(stored, sent), (desired["kind"], difference(stored, sent))
+        assert_fixed_point(kube, namespace, desired)
+
+
+def test_every_object_for_members_with_backups_is_stored_as_a_fixed_point(kube: Kube, namespace: str) -> None:
+    """The store's CA (a Secret volume with a mode and one item) and the access key (Secret references)."""
+    store = {
+        "destinationPath": "s3://backups/orders",
+        "endpointURL": "https://s3.example.com",
+        "endpointCA": {"name": "store-ca", "key": "ca.crt"},
+        "s3Credentials": {
+            "accessKeyId": {"name": "backup-s3", "key": "ACCESS_KEY_ID"},
+            "secretAccessKey": {"name": "backup-s3", "key": "ACCESS_SECRET_KEY"},
+        },
+    }
+    for desired in rendered(spec(replication={"members": 2}, backup={"objectStore": store}), Plan(2, True)):
+        assert_fixed_point(kube, namespace, desired)
 
 
 def apply(kube: Kube, namespace: str, desired: Obj) -> Obj:

@@ -227,11 +227,19 @@ class Member:
     """One member: its Pod object in the API server and its container; ``remove()`` takes the container away."""
 
     def __init__(
-        self, shard: Shard, index: int, container: str, env: dict[str, str] | None = None, config: Path | None = None
+        self,
+        shard: Shard,
+        index: int,
+        container: str,
+        env: dict[str, str] | None = None,
+        config: Path | None = None,
+        mounts: dict[Path, str] | None = None,
     ) -> None:
         """``env`` is added to ``member_env``'s: what a user's ``spec.db.env`` would add to the pod's; ``config`` is
-        the member's own Patroni configuration instead of the shard's (a member of another release)."""
+        the member's own Patroni configuration instead of the shard's (a member of another release); ``mounts``,
+        folders mounted read-only where a pod's Secret volumes would be."""
         self.shard = shard
+        self.mounts = mounts or {}
         self.name = f"{shard.scope}-{index}"
         self.container = container
         self.address = pod_address()
@@ -309,6 +317,7 @@ class Member:
             f"{shard.folder / 'secrets'}:{SECRETS_DIR}:ro",
             "--volume",
             f"{self.tls}:{tls.DIRECTORY}:ro",
+            *(arg for folder, target in self.mounts.items() for arg in ("--volume", f"{folder}:{target}:ro")),
             *(arg for name, value in env.items() for arg in ("--env", f"{name}={value}")),
             shard.image,
         )
@@ -347,9 +356,15 @@ class Member:
         subprocess.run(["podman", "rm", "--force", "--time", "10", self.container], capture_output=True, check=False)
 
 
-def start_member(shard: Shard, index: int, env: dict[str, str] | None = None, config: Path | None = None) -> Member:
+def start_member(
+    shard: Shard,
+    index: int,
+    env: dict[str, str] | None = None,
+    config: Path | None = None,
+    mounts: dict[Path, str] | None = None,
+) -> Member:
     """Member ``index`` of the shard in a container named for this run and namespace, ``env`` added to its own."""
-    return Member(shard, index, f"sharddb-patroni-{os.getpid()}-{shard.namespace}-{index}", env, config)
+    return Member(shard, index, f"sharddb-patroni-{os.getpid()}-{shard.namespace}-{index}", env, config, mounts)
 
 
 def wait_for(what: str, check: Callable[[], bool], members: list[Member], timeout: float = 300.0) -> None:

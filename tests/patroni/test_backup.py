@@ -1,24 +1,29 @@
-"""barman-cloud, the backup engine in the member image, against a real S3 server over TLS: a shard's WAL archived
-as Patroni runs PostgreSQL, a base backup taken, and a new shard bootstrapped by Patroni from them to a moment
-before a ``DROP TABLE``.
+"""barman-cloud, the backup engine in the member image, against a real S3 server over TLS, as ``spec.backup`` has the
+hooks configure it: a shard's WAL archived by the rendered ``archive_command`` as Patroni runs PostgreSQL, a base
+backup taken, and a new shard bootstrapped by Patroni from them to a moment before a ``DROP TABLE``.
 
-The object store is versitygw (``testbed/real/objectstore.py``) on the host's loopback, which the members share;
-the members trust its CA by ``AWS_CA_BUNDLE``, as a user's CA Secret would be mounted. The archive and restore
-commands here are the engine's own; the hooks do not render them yet.
+The object store is versitygw (``testbed/real/objectstore.py``) on the host's loopback, which the members share.
+The member's configuration is ``PatroniConfig`` with the backup section; its environment is ``backup.member.env``
+with each Secret reference resolved as the kubelet resolves it, and the CA is mounted where the rendered volume
+puts it. The restore's bootstrap is written here from ``backup.commands``: the hooks do not render a restore yet.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from hooks.backup import commands
+from hooks.backup import member as backup_member
+from hooks.backup.spec import Backup
 from hooks.replication import config as patroni_config
+from hooks.spec import ShardDBSpec
 from testbed.real import objectstore
 from testbed.real.controlplane import ControlPlane
 from testbed.real.objectstore import ObjectStore
@@ -26,10 +31,13 @@ from tools.image.patroni import PatroniImages
 
 from ..support.kube import Kube
 from .conftest import IMAGES, new_shard
-from .members import SECRETS_DIR, SOCKET_DIR, Member, PodmanError, Shard, podman, start_member, wait_for
+from .members import DB_PORT, SOCKET_DIR, Member, PodmanError, Shard, podman, start_member, wait_for
 
+Obj = dict[str, Any]
 BUCKET = "backups"
-CA_NAME = "objectstore-ca.crt"  # beside the ServiceAccount's files: one more read-only mount of the member's
+# The user's Secrets, as the kubelet would read them: (Secret, key) -> value.
+CREDENTIALS = ("store-s3", "ACCESS_KEY_ID", "ACCESS_SECRET_KEY")
+CA_SECRET = ("store-ca", "ca.crt")
 DATA = "/var/lib/postgresql/data/pgdata"
 ROWS = 200  # acknowledged before the target
 LATE_ROWS = 10  # committed after the target, before the drop
@@ -47,67 +55,91 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
         yield running
 
 
-def engine(store: ObjectStore, *args: str) -> str:
-    """A barman-cloud command line against the store (the endpoint; the rest comes from the environment)."""
-    return " ".join([*args[:1], "--endpoint-url", store.endpoint, *args[1:]])
+def backup_of(store: ObjectStore, prefix: str) -> Backup:
+    """``spec.backup`` pointing at the store, its access key and CA in the user's Secrets."""
+    secret, key_id, secret_key = CREDENTIALS
+    spec = ShardDBSpec.model_validate(
+        {
+            "shards": 1,
+            "dbImage": "postgres-patroni",
+            "cache": {"image": "redis"},
+            "replication": {"members": 2},
+            "backup": {
+                "objectStore": {
+                    "destinationPath": f"s3://{BUCKET}/{prefix}",
+                    "endpointURL": store.endpoint,
+                    "endpointCA": {"name": CA_SECRET[0], "key": CA_SECRET[1]},
+                    "region": store.region,
+                    "s3Credentials": {
+                        "accessKeyId": {"name": secret, "key": key_id},
+                        "secretAccessKey": {"name": secret, "key": secret_key},
+                    },
+                },
+                "archiveTimeoutSeconds": 10,
+            },
+        }
+    )
+    assert spec.backup is not None
+    return spec.backup
 
 
-def store_env(store: ObjectStore) -> dict[str, str]:
-    """What a user's Secret and CA give the member: boto3's credentials, region and CA bundle."""
-    return {
-        "AWS_ACCESS_KEY_ID": store.access_key,
-        "AWS_SECRET_ACCESS_KEY": store.secret_key,
-        "AWS_DEFAULT_REGION": store.region,
-        "AWS_CA_BUNDLE": f"{SECRETS_DIR}/{CA_NAME}",
-    }
+def resolved_env(backup: Backup, store: ObjectStore) -> dict[str, str]:
+    """The rendered environment with each ``secretKeyRef`` read from the user's Secrets, as the kubelet does."""
+    secret, key_id, secret_key = CREDENTIALS
+    secrets = {(secret, key_id): store.access_key, (secret, secret_key): store.secret_key}
+    env: dict[str, str] = {}
+    for var in backup_member.env(backup):
+        ref = var.get("valueFrom", {}).get("secretKeyRef")
+        env[var["name"]] = secrets[(ref["name"], ref["key"])] if ref else var["value"]
+    return env
 
 
-def trusting(shard: Shard, store: ObjectStore) -> None:
-    """The store's CA where the shard's members read it."""
-    target = shard.folder / "secrets" / CA_NAME
-    shutil.copyfile(store.ca_bundle, target)
-    target.chmod(0o644)
+def ca_volume(store: ObjectStore, folder: Path, backup: Backup) -> dict[Path, str]:
+    """The rendered CA volume: the Secret's key as ``ca.crt``, mounted where the rendered mount says."""
+    (volume,) = backup_member.volumes(backup)
+    (item,) = volume["secret"]["items"]
+    assert (volume["secret"]["secretName"], item["key"]) == CA_SECRET
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o755)
+    (folder / item["path"]).write_bytes(store.ca_bundle.read_bytes())
+    (folder / item["path"]).chmod(0o644)
+    (mount,) = backup_member.mounts(backup)
+    return {folder: mount["mountPath"]}
 
 
-def written_config(shard: Shard, name: str, change: dict[str, object]) -> Path:
-    """The shard's rendered configuration with ``change`` merged into its top-level sections, as a member's file."""
-    config = json.loads((shard.folder / patroni_config.CONFIG_FILE).read_text())
-    for section, values in change.items():
-        assert isinstance(values, dict)
-        config[section] = {**config.get(section, {}), **values}
+def rendered_config(shard: Shard, backup: Backup, name: str, change: Obj | None = None) -> Path:
+    """``PatroniConfig`` with the backup section, as the member template carries it; ``change`` merged into its
+    top-level sections."""
+    config = patroni_config.PatroniConfig(shard.parent, 0, DB_PORT, "/var/lib/postgresql/data", True, backup=backup)
+    data = config.as_dict()
+    for section, values in (change or {}).items():
+        data[section] = {**data.get(section, {}), **values}
     path = shard.folder / name
-    path.write_text(json.dumps(config, indent=2))
+    path.write_text(json.dumps(data, indent=2))
     path.chmod(0o644)
     return path
 
 
-def archiving(shard: Shard, store: ObjectStore, source: str) -> Path:
-    """Every member archives each finished WAL segment to ``source`` under the shard's scope."""
-    command = engine(store, "barman-cloud-wal-archive", source, shard.scope, "%p")
-    postgresql = json.loads((shard.folder / patroni_config.CONFIG_FILE).read_text())["postgresql"]
-    parameters = {**postgresql["parameters"], "archive_mode": "on", "archive_command": command}
-    return written_config(shard, "archiving.json", {"postgresql": {**postgresql, "parameters": parameters}})
-
-
-def restoring(shard: Shard, store: ObjectStore, source: str, scope: str, target: str) -> Path:
-    """A new shard bootstrapped by Patroni's custom method: the engine's latest base backup of ``scope``, then its
-    archived WAL replayed to ``target``, then promoted."""
+def restoring(shard: Shard, backup: Backup, source: Backup, scope: str, target: str) -> Path:
+    """A new shard bootstrapped by Patroni's custom method: the latest base backup of ``scope`` in ``source``'s store,
+    then its archived WAL replayed to ``target``, then promoted; it archives to ``backup``'s path, a path of its own."""
+    store = source.object_store
     restore = {
-        "command": engine(store, "barman-cloud-restore", source, scope, "latest", DATA),
+        "command": commands.line(commands.restore(store, scope, "latest", DATA)),
         "no_params": True,
         "recovery_conf": {
-            "restore_command": engine(store, "barman-cloud-wal-restore", source, scope, "%f", "%p"),
+            "restore_command": commands.line(commands.wal_restore(store, scope)),
             "recovery_target_time": target,
             "recovery_target_action": "promote",
             "recovery_target_timeline": "latest",
         },
     }
-    config = json.loads((shard.folder / patroni_config.CONFIG_FILE).read_text())
-    bootstrap = {**config["bootstrap"], "method": "restore", "restore": restore}
+    bootstrap = {**patroni_config.PatroniConfig(shard.parent, 0, DB_PORT, "", True).as_dict()["bootstrap"]}
+    bootstrap.update(method="restore", restore=restore)
     # While a custom bootstrap recovers, Patroni trusts only the socket and the member's own address, from which a
     # pod's Patroni connects; here every client's source is the host's loopback address, so Patroni takes the socket.
-    postgresql = {**config["postgresql"], "use_unix_socket": True}
-    return written_config(shard, "restoring.json", {"bootstrap": bootstrap, "postgresql": postgresql})
+    postgresql = {"use_unix_socket": True}
+    return rendered_config(shard, backup, "restoring.json", {"bootstrap": bootstrap, "postgresql": postgresql})
 
 
 def leading(shard: Shard, member: Member) -> None:
@@ -143,17 +175,17 @@ def restored(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Restored]:
     _ = images
-    source = f"s3://{BUCKET}/{shard.namespace}"
-    trusting(shard, store)
-    env = store_env(store)
-    member = start_member(shard, 0, env, archiving(shard, store, source))
+    backup = backup_of(store, shard.namespace)
+    env = resolved_env(backup, store)
+    mounts = ca_volume(store, tmp_path_factory.mktemp("store-ca"), backup)
+    member = start_member(shard, 0, env, rendered_config(shard, backup, "archiving.json"), mounts)
     members = [member]
     try:
         leading(shard, member)
         member.sql("CREATE TABLE orders (id int PRIMARY KEY)")
         member.sql(f"INSERT INTO orders SELECT generate_series(1, {ROWS // 2})")
-        backup = engine(store, "barman-cloud-backup", "--host", SOCKET_DIR, "--user", "postgres", source, shard.scope)
-        podman("exec", member.container, "sh", "-c", backup, timeout=300.0)
+        taken = commands.base_backup(backup.object_store, shard.scope, SOCKET_DIR, DB_PORT, "postgres")
+        podman("exec", member.container, *taken, timeout=300.0)
         member.sql(f"INSERT INTO orders SELECT generate_series({ROWS // 2 + 1}, {ROWS})")
         target = member.sql("SELECT pg_catalog.clock_timestamp()")
         time.sleep(1)
@@ -167,14 +199,12 @@ def restored(
             members,
         )
         dropped = member.sql("SELECT to_regclass('orders') IS NULL") == "t"
-        backups = podman(
-            "exec", member.container, "sh", "-c", engine(store, "barman-cloud-backup-list", source, shard.scope)
-        )
+        backups = podman("exec", member.container, *commands.backup_list(backup.object_store, shard.scope))
 
         kind = next(kind for kind, image in IMAGES.items() if image == shard.image)
         again = new_shard(kind, kube, control_plane, tmp_path_factory.mktemp(f"restored-{kind}"))
-        trusting(again, store)
-        copy = start_member(again, 0, env, restoring(again, store, source, shard.scope, target))
+        config = restoring(again, backup_of(store, again.namespace), backup, shard.scope, target)
+        copy = start_member(again, 0, env, config, mounts)
         members.append(copy)
         leading(again, copy)
         yield Restored(
@@ -194,7 +224,8 @@ def test_the_source_shard_lost_its_table(restored: Restored) -> None:
 
 
 def test_the_engine_lists_the_base_backup_it_took(restored: Restored) -> None:
-    assert "DONE" in restored.backups or restored.backups.count("\n") >= 1, restored.backups
+    (line,) = [line for line in restored.backups.splitlines() if line.split()[:1] and line.split()[0][:1].isdigit()]
+    assert line.split()[0].startswith("20"), restored.backups
 
 
 def test_a_shard_restored_to_a_moment_before_the_drop_has_every_row_committed_before_it(restored: Restored) -> None:

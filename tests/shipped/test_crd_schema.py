@@ -51,6 +51,8 @@ def _from_pydantic(node: Obj, defs: Obj) -> Obj:
     if any(branch.get("type") == "null" for branch in node.get("anyOf", [])):  # Optional[X]: absent in the CRD
         (only,) = [branch for branch in node["anyOf"] if branch.get("type") != "null"]
         node = {**only, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+        if "$ref" in node:  # an optional object of ours (spec.backup)
+            return _from_pydantic(node, defs)
     out = {k: v for k, v in node.items() if k in KEPT and not (k == "default" and v is None)}
     if "properties" in out:
         out["properties"] = {k: _from_pydantic(v, defs) for k, v in out["properties"].items()}

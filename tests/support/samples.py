@@ -76,6 +76,19 @@ EVERY_FIELD: Obj = {
             {"ipBlock": {"cidr": "10.20.0.0/16", "except": ["10.20.9.0/24"]}},
         ],
     },
+    "backup": {
+        "objectStore": {
+            "destinationPath": "s3://backups/orders",
+            "endpointURL": "https://s3.example.com",
+            "endpointCA": {"name": "backup-ca", "key": "ca.crt"},
+            "region": "eu-west-1",
+            "s3Credentials": {
+                "accessKeyId": {"name": "backup-s3", "key": "ACCESS_KEY_ID"},
+                "secretAccessKey": {"name": "backup-s3", "key": "ACCESS_SECRET_KEY"},
+            },
+        },
+        "archiveTimeoutSeconds": 120,
+    },
     "seedCommand": ["sh", "-c", "echo seeded"],
     "seedTimeoutSeconds": 600,
     "drainCommand": ["sh", "-c", "echo drained"],

@@ -1,0 +1,79 @@
+"""barman-cloud's command lines for one shard, from ``spec.backup``: pure, so the Patroni tier runs these very lines.
+
+Each shard is a "server" of its own in the engine's terms, named for its Patroni scope
+(``<name>-db-<shard>``), under the ShardDB's ``destinationPath``: its WAL in ``<scope>/wals/`` and
+its base backups in ``<scope>/base/``. The credentials, region and CA reach the engine through
+boto3's own environment (``member.env``), never on a command line.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from .spec import ObjectStore
+
+WAL_ARCHIVE = "barman-cloud-wal-archive"
+WAL_RESTORE = "barman-cloud-wal-restore"
+BASE_BACKUP = "barman-cloud-backup"
+RESTORE = "barman-cloud-restore"
+BACKUP_LIST = "barman-cloud-backup-list"
+# Only S3 and S3-compatible stores for now; barman-cloud also speaks Azure and Google Cloud Storage.
+CLOUD_PROVIDER = "aws-s3"
+# PostgreSQL's placeholders in archive_command and restore_command.
+WAL_PATH = "%p"
+WAL_FILE = "%f"
+
+
+def _store(store: ObjectStore) -> list[str]:
+    """What every command says of the store: its provider and, unless it is AWS S3 itself, its endpoint."""
+    args = ["--cloud-provider", CLOUD_PROVIDER]
+    if store.endpoint_url is not None:
+        args += ["--endpoint-url", store.endpoint_url]
+    return args
+
+
+def source(store: ObjectStore) -> str:
+    """The destination path as the engine takes it: no trailing slash, so each shard's folder is one level down."""
+    return store.destination_path.rstrip("/")
+
+
+def wal_archive(store: ObjectStore, server: str) -> list[str]:
+    """PostgreSQL's ``archive_command``: the segment ``%p``, gzip-compressed (the standard library's, nothing extra)."""
+    return [WAL_ARCHIVE, *_store(store), "--gzip", source(store), server, WAL_PATH]
+
+
+def wal_restore(store: ObjectStore, server: str) -> list[str]:
+    """``restore_command``: the segment ``%f`` written to ``%p``; the engine finds its compression itself."""
+    return [WAL_RESTORE, *_store(store), source(store), server, WAL_FILE, WAL_PATH]
+
+
+def base_backup(store: ObjectStore, server: str, host: str, port: int, user: str) -> list[str]:
+    """A base backup of the PostgreSQL at ``host`` (a socket folder in the member), gzip-compressed."""
+    return [
+        BASE_BACKUP,
+        *_store(store),
+        "--gzip",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--user",
+        user,
+        source(store),
+        server,
+    ]
+
+
+def restore(store: ObjectStore, server: str, backup_id: str, data_dir: str) -> list[str]:
+    """Base backup ``backup_id`` (``latest``, or one the engine lists) of ``server`` into ``data_dir``."""
+    return [RESTORE, *_store(store), source(store), server, backup_id, data_dir]
+
+
+def backup_list(store: ObjectStore, server: str) -> list[str]:
+    """The base backups of ``server`` the store holds, oldest first: what a restore can start from."""
+    return [BACKUP_LIST, *_store(store), source(store), server]
+
+
+def line(args: list[str]) -> str:
+    """One shell line; ``%p`` and ``%f`` stay bare, as PostgreSQL substitutes them before the shell runs."""
+    return shlex.join(args)

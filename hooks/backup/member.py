@@ -1,0 +1,74 @@
+"""What a member gains from ``spec.backup``: Patroni's archive and restore settings, and the store's credentials.
+
+The primary archives each finished segment (``archive_mode: on``: a standby archives nothing, and the
+member promoted after a failover archives its new timeline from where it starts); a segment not yet full
+is archived after ``archiveTimeoutSeconds``. Every member may fetch from the archive what its primary
+no longer holds (``restore_command``), as a standby that was away long does.
+
+The access key comes from the user's Secret by reference (the hooks never read it), the CA from another
+as a read-only volume; ``spec.db.env`` entries of the same names win, as they do for Patroni's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import commands
+from .spec import Backup, SecretKeySelector
+
+Obj = dict[str, Any]
+
+ACCESS_KEY_ENV = "AWS_ACCESS_KEY_ID"
+SECRET_KEY_ENV = "AWS_SECRET_ACCESS_KEY"
+REGION_ENV = "AWS_DEFAULT_REGION"
+CA_ENV = "AWS_CA_BUNDLE"
+CA_VOLUME = "backup-ca"
+CA_DIR = "/etc/sharddb/backup-ca"
+CA_FILE = "ca.crt"
+# Read by the member's own user only: the pod's fsGroup owns it (projected volumes honour it).
+CA_MODE = 0o440
+
+
+def parameters(backup: Backup, scope: str) -> dict[str, str]:
+    """PostgreSQL's settings for archiving the shard ``scope`` (a restart: ``archive_mode``)."""
+    store = backup.object_store
+    return {
+        "archive_mode": "on",
+        "archive_command": commands.line(commands.wal_archive(store, scope)),
+        "archive_timeout": f"{backup.archive_timeout_seconds}s",
+    }
+
+
+def recovery(backup: Backup, scope: str) -> dict[str, str]:
+    """Patroni's ``recovery_conf`` for a standby: WAL from the archive when the primary no longer has it."""
+    return {"restore_command": commands.line(commands.wal_restore(backup.object_store, scope))}
+
+
+def _secret_env(name: str, selector: SecretKeySelector) -> Obj:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": selector.name, "key": selector.key}}}
+
+
+def env(backup: Backup) -> list[Obj]:
+    """boto3's environment: the access key by reference, the region, and the CA file when one is named."""
+    store = backup.object_store
+    out = [
+        _secret_env(ACCESS_KEY_ENV, store.s3_credentials.access_key_id),
+        _secret_env(SECRET_KEY_ENV, store.s3_credentials.secret_access_key),
+        {"name": REGION_ENV, "value": store.region},
+    ]
+    if store.endpoint_ca is not None:
+        out.append({"name": CA_ENV, "value": f"{CA_DIR}/{CA_FILE}"})
+    return out
+
+
+def volumes(backup: Backup) -> list[Obj]:
+    """The CA Secret's one key as ``ca.crt``, when one is named."""
+    ca = backup.object_store.endpoint_ca
+    if ca is None:
+        return []
+    items = [{"key": ca.key, "path": CA_FILE}]
+    return [{"name": CA_VOLUME, "secret": {"secretName": ca.name, "items": items, "defaultMode": CA_MODE}}]
+
+
+def mounts(backup: Backup) -> list[Obj]:
+    return [{"name": CA_VOLUME, "mountPath": CA_DIR, "readOnly": True}] if backup.object_store.endpoint_ca else []

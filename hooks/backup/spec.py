@@ -1,0 +1,67 @@
+"""``spec.backup``: where every shard's WAL goes, with what credentials, and how often a segment is closed.
+
+Only S3 and S3-compatible stores, over HTTPS; the CRD says the same (``crds/sharddb.yaml``), and allows the
+section only with members, whose image carries the engine.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints, field_validator
+
+from ..model import DnsName, Spec, integral
+
+# A key of a Secret: what Kubernetes allows (``kubectl create secret`` refuses others).
+SecretKey = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
+# s3://<bucket>[/<prefix>]: a bucket name as S3 names one; each shard archives under <prefix>/<name>-db-<shard>.
+DESTINATION_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$"
+# TLS only: the store receives every row of every shard.
+ENDPOINT_PATTERN = r"^https://[^\s/?#]+(/[^\s?#]*)?$"
+REGION_PATTERN = r"^[a-z0-9-]+$"
+DEFAULT_REGION = "us-east-1"
+DEFAULT_ARCHIVE_TIMEOUT_SECONDS = 60
+MIN_ARCHIVE_TIMEOUT_SECONDS = 10
+MAX_ARCHIVE_TIMEOUT_SECONDS = 3600
+
+
+class SecretKeySelector(Spec):
+    """One key of a Secret in the ShardDB's namespace."""
+
+    name: DnsName
+    key: SecretKey
+
+
+class S3Credentials(Spec):
+    """The access key the members sign their requests to the store with."""
+
+    access_key_id: SecretKeySelector = Field(alias="accessKeyId")
+    secret_access_key: SecretKeySelector = Field(alias="secretAccessKey")
+
+
+class ObjectStore(Spec):
+    """Where every shard's WAL and base backups go: an S3 or S3-compatible bucket, over HTTPS."""
+
+    destination_path: Annotated[str, StringConstraints(max_length=1024, pattern=DESTINATION_PATTERN)] = Field(
+        alias="destinationPath"
+    )
+    # None: AWS S3 itself (boto3 finds the endpoint from the region).
+    endpoint_url: Annotated[str, StringConstraints(max_length=1024, pattern=ENDPOINT_PATTERN)] | None = Field(
+        default=None, alias="endpointURL"
+    )
+    # None: the image's own trust store.
+    endpoint_ca: SecretKeySelector | None = Field(default=None, alias="endpointCA")
+    region: Annotated[str, StringConstraints(min_length=1, max_length=63, pattern=REGION_PATTERN)] = DEFAULT_REGION
+    s3_credentials: S3Credentials = Field(alias="s3Credentials")
+
+
+class Backup(Spec):
+    """Each shard's WAL archived by barman-cloud from its members (``hooks/backup/``)."""
+
+    object_store: ObjectStore = Field(alias="objectStore")
+    # A segment not yet full is archived after this long anyway: the most a lost cluster can lose.
+    archive_timeout_seconds: Annotated[int, Field(ge=MIN_ARCHIVE_TIMEOUT_SECONDS, le=MAX_ARCHIVE_TIMEOUT_SECONDS)] = (
+        Field(default=DEFAULT_ARCHIVE_TIMEOUT_SECONDS, alias="archiveTimeoutSeconds")
+    )
+
+    _integral = field_validator("archive_timeout_seconds", mode="before")(integral)
