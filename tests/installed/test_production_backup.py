@@ -1,0 +1,144 @@
+"""``examples/sharddb-backup.yaml`` on the production install: every shard's WAL archived by its members to a real S3
+server over TLS, as the hooks render ``spec.backup``.
+
+The store is versitygw (``testbed/real/objectstore.py``) on the cluster's gateway, where the registry is, with a CA
+of its own; the example is applied as written but for its endpoint and the tier's images and credentials, with the
+two Secrets its header asks for made by its own commands. A table is written on the primary, the segment closed,
+and the archived segment read back from the bucket; the standby, fed by streaming, archives nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import yaml
+
+from hooks import names
+from testbed.real import objectstore
+from testbed.real.objectstore import ObjectStore
+from testbed.real.realnode import CLUSTER_GATEWAY
+
+from ..support.examples import EXAMPLES, example
+from ..support.sharddbs import wait_until
+from .installs import Install, Obj
+
+NAMESPACE = "backups"
+NAME = "archived"
+EXAMPLE = EXAMPLES / "sharddb-backup.yaml"
+BUCKET = "backups"
+SOCKET = "/var/run/postgresql"
+
+
+@pytest.fixture(scope="module")
+def store(production: Install, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    """The store on the gateway every pod reaches, with the example's bucket."""
+    _ = production  # the cluster's bridge carries the gateway's address
+    try:
+        objectstore.build()
+    except objectstore.ObjectStoreError as error:
+        pytest.fail(f"installed tier: {error}", pytrace=False)
+    with objectstore.running(tmp_path_factory.mktemp("objectstore") / "data", host=CLUSTER_GATEWAY) as running:
+        running.create_bucket(BUCKET)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def install(production: Install) -> Iterator[Install]:
+    production.kubectl("create", "namespace", NAMESPACE)
+    yield production
+    production.kubectl("delete", "sharddb", "-n", NAMESPACE, NAME, "--ignore-not-found", "--wait", "--timeout=5m")
+    production.kubectl("delete", "namespace", NAMESPACE, "--wait", "--timeout=5m")
+
+
+def secrets_as_the_header_makes_them(install: Install, store: ObjectStore) -> None:
+    """The example's header's two ``kubectl create secret`` commands, with the store's key and CA."""
+    header = EXAMPLE.read_text()
+    assert "kubectl create secret generic backup-s3" in header
+    assert "kubectl create secret generic backup-ca" in header
+    install.kubectl(
+        "-n", NAMESPACE, "create", "secret", "generic", "backup-s3",
+        f"--from-literal=ACCESS_KEY_ID={store.access_key}", f"--from-literal=ACCESS_SECRET_KEY={store.secret_key}",
+    )  # fmt: skip
+    install.kubectl(
+        "-n", NAMESPACE, "create", "secret", "generic", "backup-ca", f"--from-file=ca.crt={store.ca_bundle}"
+    )
+
+
+def applied(store: ObjectStore) -> list[Obj]:
+    """The example as a user applies it: the tier's images and credentials, and this store's endpoint."""
+    docs = example(NAME, NAMESPACE, EXAMPLE)
+    sharddb = docs[-1]
+    backup = sharddb["spec"]["backup"]
+    assert backup["objectStore"]["destinationPath"] == f"s3://{BUCKET}/{NAME}", backup
+    backup["objectStore"]["endpointURL"] = store.endpoint
+    return docs
+
+
+def psql(install: Install, pod: str, statement: str) -> str:
+    command = ("exec", "-n", NAMESPACE, pod, "-c", names.DB, "--", "psql", "-h", SOCKET, "-U", "postgres")
+    return install.kubectl(*command, "-XAtc", statement).strip()
+
+
+def member(install: Install, role: str) -> str:
+    selector = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=db,{names.ROLE_LABEL}={role}"
+    (pod,) = [str(pod["metadata"]["name"]) for pod in install.pods(NAMESPACE, selector)]
+    return pod
+
+
+@dataclass(frozen=True)
+class Archived:
+    """What the primary, the standby and the bucket say once a closed segment was archived."""
+
+    segment: str  # the segment the primary closed after the writes
+    archived: str  # the primary's last archived segment (pg_stat_archiver)
+    failed: str  # the primary's failed archive attempts
+    standby_archived: str  # the standby's count of archived segments
+    keys: list[str]  # the objects under the shard's folder in the bucket
+    settings: str  # archive_mode and archive_timeout as the primary runs them
+
+
+@pytest.fixture(scope="module")
+def archived(install: Install, store: ObjectStore) -> Archived:
+    secrets_as_the_header_makes_them(install, store)
+    install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(applied(store)))
+    wait_until(f"{NAME} Available", lambda: install.available(NAMESPACE, NAME), 600, every=1)
+    primary, standby = member(install, names.LEADER_LABEL_VALUE), member(install, names.FOLLOWER_LABEL_VALUE)
+    psql(install, primary, "CREATE TABLE archived AS SELECT generate_series(1, 1000) AS id")
+    segment = psql(install, primary, "SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())")
+
+    def last_archived() -> str:
+        return psql(install, primary, "SELECT coalesce(last_archived_wal, '') FROM pg_catalog.pg_stat_archiver")
+
+    wait_until(f"{segment} archived by {primary}", lambda: last_archived() >= segment, 120, every=1)
+    listing = store.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{NAME}/{NAME}-db-0/")
+    return Archived(
+        segment,
+        last_archived(),
+        psql(install, primary, "SELECT failed_count FROM pg_catalog.pg_stat_archiver"),
+        psql(install, standby, "SELECT archived_count FROM pg_catalog.pg_stat_archiver"),
+        sorted(item["Key"] for item in listing.get("Contents", [])),
+        psql(install, primary, "SELECT current_setting('archive_mode') || ' ' || current_setting('archive_timeout')"),
+    )
+
+
+def test_the_primary_runs_with_archiving_as_the_example_asks(archived: Archived) -> None:
+    assert archived.settings == "on 1min"
+
+
+def test_the_primary_archives_the_segment_it_closed(archived: Archived) -> None:
+    assert archived.archived >= archived.segment
+    assert archived.failed == "0"
+
+
+def test_the_archived_segment_is_in_the_shards_folder_of_the_bucket_compressed(archived: Archived) -> None:
+    wals = [
+        key for key in archived.keys if re.fullmatch(rf"{NAME}/{NAME}-db-0/wals/[0-9A-F]{{16}}/[0-9A-F]{{24}}\.gz", key)
+    ]
+    assert f"{archived.segment}.gz" in {key.rsplit("/", 1)[1] for key in wals}, archived.keys
+
+
+def test_the_standby_archives_nothing(archived: Archived) -> None:
+    assert archived.standby_archived == "0"
