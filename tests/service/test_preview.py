@@ -115,8 +115,8 @@ def members_children(sharddb: Obj) -> set[Child]:
     return {("Service", f"{name}-db", None)} | per_shard | patroni
 
 
-def test_there_is_an_example_with_members() -> None:
-    assert [path.name for path in MEMBERS] == ["sharddb-members.yaml"]
+def test_there_are_examples_with_members() -> None:
+    assert [path.name for path in MEMBERS] == ["sharddb-backup.yaml", "sharddb-members.yaml"]
 
 
 @pytest.mark.parametrize("path", MEMBERS, ids=[path.stem for path in MEMBERS])
