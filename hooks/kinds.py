@@ -45,6 +45,8 @@ ROLE = Kind("Role", "rbac.authorization.k8s.io/v1", "roles", "InPlace")
 ROLEBINDING = Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", "InPlace")
 # Who may reach a shard's members: Patroni's REST API only from the shard's own members.
 NETWORKPOLICY = Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", "InPlace")
+# Each shard's base backup on ``spec.backup.schedule``, for a ShardDB with members that backs up.
+CRONJOB = Kind("CronJob", "batch/v1", "cronjobs", "InPlace")
 
 CHILDREN: tuple[Kind, ...] = (
     SERVICE,
@@ -56,9 +58,10 @@ CHILDREN: tuple[Kind, ...] = (
     ROLE,
     ROLEBINDING,
     NETWORKPOLICY,
+    CRONJOB,
 )
 # Children only a ShardDB with members has: one member per shard owns none of them.
-MEMBERS_ONLY: tuple[Kind, ...] = (SERVICEACCOUNT, ROLE, ROLEBINDING, NETWORKPOLICY)
+MEMBERS_ONLY: tuple[Kind, ...] = (SERVICEACCOUNT, ROLE, ROLEBINDING, NETWORKPOLICY, CRONJOB)
 
 # Watched through the customize hook, never written.
 ENDPOINTSLICE = Kind("EndpointSlice", "discovery.k8s.io/v1", "endpointslices")

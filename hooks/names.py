@@ -191,6 +191,10 @@ ON_DELETE = "OnDelete"
 # The components of the Jobs that run Patroni's chores, each with its own Role.
 CLEANUP = "cleanup"
 ROLLOUT = "rollout"
+# The base backups' CronJob and its Jobs' pods (``backup/cronjob.py``).
+BACKUP = "backup"
+# Kubernetes refuses a longer CronJob name: its Jobs are named ``<cronjob>-<minutes since the epoch>``.
+CRONJOB_NAME_MAX = 52
 
 # Patroni's kubernetes DCS with ConfigMaps keeps a scope's state in <scope>-<suffix>: the leader
 # lock, the cluster config (its history and initialize key are annotations of it), the synchronous
@@ -219,6 +223,11 @@ def member_name(parent: str, shard: int, member: int) -> str:
 def role_service_name(parent: str, shard: int, role: str) -> str:
     """``<shard>-primary`` reaches the shard's primary only; ``<shard>-standby`` its standbys."""
     return f"{shard_name(parent, shard)}-{role}"
+
+
+def backup_name(parent: str) -> str:
+    """``<name>-backup``: the CronJob that takes every shard's base backup."""
+    return f"{parent}-{BACKUP}"
 
 
 def primary_hosts(parent: str, shards: int) -> str:
@@ -263,6 +272,7 @@ def replicated_derived(parent: str) -> list[tuple[str, str, int]]:
         ),
         ("a member pod's hostname", member_name(parent, last, MAX_MEMBER_ORDINAL), DNS_LABEL_MAX),
         ("a shard's standby Service name", role_service_name(parent, last, STANDBY), DNS_LABEL_MAX),
+        ("the base backups' CronJob name", backup_name(parent), CRONJOB_NAME_MAX),
     ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import clock, last_applied, names, pod_templates, template_choice
+from .backup import cronjob
 from .last_applied import contains
 from .lifecycle import Decision
 from .replication import cleanup, marks, objects, rollout, shape
@@ -51,6 +52,8 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
     if decision.member_rollout and decision.replication is not None:
         templates = [each.template for each in decision.shard_sets]
         out += rollout.children(snap.name, snap.namespace, snap.spec, decision.shards, decision.replication, templates)
+    if decision.base_backups and snap.spec.backup is not None:
+        out.append(cronjob.cronjob(snap.name, snap.spec, snap.spec.backup, decision.shards))
     return out
 
 

@@ -30,6 +30,8 @@ DB_FIELDS = ("dbImage", "db", "drainCommand", "drainGracePeriodSeconds", "imageP
 # Read by the member templates alone (``replication/template.py``): absent from every ShardDB made before it, so
 # no running shard's hash moves with the release that adds it.
 MEMBER_FIELDS = ("backup",)
+# Read by the base backups' CronJob alone (``backup/cronjob.py``): a new schedule restarts no member.
+BACKUP_IGNORED = ("schedule", "retentionPolicy")
 CACHE_FIELDS = ("cache", "imagePullSecrets", "serviceAccountName")
 CACHE_DB_FIELDS = ("port",)  # the cache's pods are told the shards' port
 CACHE_IGNORED = ("replicas",)  # a count, not a shape
@@ -48,6 +50,8 @@ def inputs(spec: ShardDBSpec, component: str) -> str:
     written = spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
     if component == "db":
         shape = {key: written[key] for key in (*DB_FIELDS, *MEMBER_FIELDS) if key in written}
+        if "backup" in shape:
+            shape["backup"] = {key: value for key, value in shape["backup"].items() if key not in BACKUP_IGNORED}
     else:
         shape = {key: written[key] for key in CACHE_FIELDS if key in written}
         cache = {key: value for key, value in shape.get("cache", {}).items() if key not in CACHE_IGNORED}

@@ -17,6 +17,9 @@ WAL_RESTORE = "barman-cloud-wal-restore"
 BASE_BACKUP = "barman-cloud-backup"
 RESTORE = "barman-cloud-restore"
 BACKUP_LIST = "barman-cloud-backup-list"
+BACKUP_DELETE = "barman-cloud-backup-delete"
+# Retention never deletes the newest base backup, whatever the window says.
+MINIMUM_REDUNDANCY = 1
 # Only S3 and S3-compatible stores for now; barman-cloud also speaks Azure and Google Cloud Storage.
 CLOUD_PROVIDER = "aws-s3"
 # PostgreSQL's placeholders in archive_command and restore_command.
@@ -48,11 +51,16 @@ def wal_restore(store: ObjectStore, server: str) -> list[str]:
 
 
 def base_backup(store: ObjectStore, server: str, host: str, port: int, user: str) -> list[str]:
-    """A base backup of the PostgreSQL at ``host`` (a socket folder in the member), gzip-compressed."""
+    """A base backup of the PostgreSQL at ``host`` (a socket folder in the member), gzip-compressed.
+
+    Its checkpoint is immediate: on a standby the backup would otherwise wait for the next restartpoint,
+    up to ``checkpoint_timeout``.
+    """
     return [
         BASE_BACKUP,
         *_store(store),
         "--gzip",
+        "--immediate-checkpoint",
         "--host",
         host,
         "--port",
@@ -72,6 +80,20 @@ def restore(store: ObjectStore, server: str, backup_id: str, data_dir: str) -> l
 def backup_list(store: ObjectStore, server: str) -> list[str]:
     """The base backups of ``server`` the store holds, oldest first: what a restore can start from."""
     return [BACKUP_LIST, *_store(store), source(store), server]
+
+
+def backup_delete(store: ObjectStore, server: str, window: str) -> list[str]:
+    """Retention: the base backups of ``server`` no restore within ``window`` needs, and the WAL only they need."""
+    return [
+        BACKUP_DELETE,
+        *_store(store),
+        "--retention-policy",
+        window,
+        "--minimum-redundancy",
+        str(MINIMUM_REDUNDANCY),
+        source(store),
+        server,
+    ]
 
 
 def line(args: list[str]) -> str:

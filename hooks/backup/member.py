@@ -25,8 +25,9 @@ CA_ENV = "AWS_CA_BUNDLE"
 CA_VOLUME = "backup-ca"
 CA_DIR = "/etc/sharddb/backup-ca"
 CA_FILE = "ca.crt"
-# Read by the member's own user only: the pod's fsGroup owns it (projected volumes honour it).
-CA_MODE = 0o440
+# World-readable: a CA certificate is public, and a pod whose user's securityContext sets no fsGroup
+# (the files are then root's) must still read it.
+CA_MODE = 0o444
 
 
 def parameters(backup: Backup, scope: str) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""``spec.backup``: where every shard's WAL goes, with what credentials, and how often a segment is closed.
+"""``spec.backup``: where every shard's WAL goes, with what credentials, how often a segment is closed, when each
+shard's base backup is taken and how long the store keeps what a restore needs.
 
 Only S3 and S3-compatible stores, over HTTPS; the CRD says the same (``crds/sharddb.yaml``), and allows the
 section only with members, whose image carries the engine.
@@ -23,6 +24,12 @@ DEFAULT_REGION = "us-east-1"
 DEFAULT_ARCHIVE_TIMEOUT_SECONDS = 60
 MIN_ARCHIVE_TIMEOUT_SECONDS = 10
 MAX_ARCHIVE_TIMEOUT_SECONDS = 3600
+# A CronJob's schedule: five fields, or one of its macros; the API server checks the fields themselves.
+SCHEDULE_PATTERN = r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$"
+DEFAULT_SCHEDULE = "0 0 * * *"
+# A recovery window in days, weeks or months, as barman-cloud's retention policies count them.
+RETENTION_PATTERN = r"^[1-9][0-9]{0,3}[dwm]$"
+RETENTION_UNITS = {"d": "DAYS", "w": "WEEKS", "m": "MONTHS"}
 
 
 class SecretKeySelector(Spec):
@@ -64,4 +71,20 @@ class Backup(Spec):
         Field(default=DEFAULT_ARCHIVE_TIMEOUT_SECONDS, alias="archiveTimeoutSeconds")
     )
 
+    # When each shard's base backup is taken (the CronJob's schedule, in the controller manager's time zone).
+    schedule: Annotated[str, StringConstraints(max_length=128, pattern=SCHEDULE_PATTERN)] = DEFAULT_SCHEDULE
+    # How far back a restore may reach: older base backups and the WAL only they need are deleted after each
+    # scheduled backup. None: nothing is ever deleted.
+    retention_policy: Annotated[str, StringConstraints(pattern=RETENTION_PATTERN)] | None = Field(
+        default=None, alias="retentionPolicy"
+    )
+
     _integral = field_validator("archive_timeout_seconds", mode="before")(integral)
+
+    @property
+    def recovery_window(self) -> str | None:
+        """The retention policy in barman's words (``RECOVERY WINDOW OF 30 DAYS``), or None."""
+        if self.retention_policy is None:
+            return None
+        count, unit = self.retention_policy[:-1], self.retention_policy[-1]
+        return f"RECOVERY WINDOW OF {count} {RETENTION_UNITS[unit]}"

@@ -106,6 +106,8 @@ class Decision:
     # With members, while any member runs an older template: the Job that evicts them, standbys first
     # (``hooks/replication/rollout.py``).
     member_rollout: bool = False
+    # With members and ``spec.backup``, while the shards run: the CronJob of base backups (``backup/cronjob.py``).
+    base_backups: bool = False
 
     @property
     def members(self) -> bool:

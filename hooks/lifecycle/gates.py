@@ -206,6 +206,7 @@ def _decision(
         replication=outcome.plan,
         shard_sets=layout.sets,
         member_rollout=layout.member_rollout,
+        base_backups=spec.backup is not None and outcome.plan is not None and outcome.plan.patroni,
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
 

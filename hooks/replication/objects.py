@@ -214,15 +214,15 @@ def member_policy(parent: str, shard: int, port: int, clients: Sequence[Obj] | N
     probes come from the node, which NetworkPolicy does not filter. PostgreSQL's port asks every
     client for a password over TLS; with no ``clients`` declared (``spec.replication.clients``) it
     stays open to every source, as before the field, so today's clients keep working. Declared, it is
-    open to them and to what needs it of ours: the shard's members (replication, ``pg_rewind``) and
-    the ShardDB's seed Job and cache, which are handed the shards' addresses. Ports are numbers, not
-    names: a policy agent resolves a named port only on the pods a rule selects.
+    open to them and to what needs it of ours: the shard's members (replication, ``pg_rewind``), the
+    ShardDB's seed Job and cache, which are handed the shards' addresses, and its base backups' Job.
+    Ports are numbers, not names: a policy agent resolves a named port only on the pods a rule selects.
     """
     selector = member_selector(parent, shard)
     scope = {names.SCOPE_LABEL: names.shard_name(parent, shard)}
     database: Obj = {"ports": [{"protocol": "TCP", "port": port}]}
     if clients is not None:
-        ours = [selector, names.selector_labels(parent, names.SEED), names.selector_labels(parent, names.CACHE)]
+        ours = [selector, *(names.selector_labels(parent, each) for each in (names.SEED, names.CACHE, names.BACKUP))]
         peers = [{"podSelector": {"matchLabels": each}} for each in ours] + json.loads(json.dumps(list(clients)))
         database = {"from": peers, **database}
     return {

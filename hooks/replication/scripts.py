@@ -1,4 +1,4 @@
-"""The pod of a Job that runs a short Python script in ``dbImage`` as Patroni's account (the cleanup, the rollout).
+"""The pod of a Job that runs a short script in ``dbImage`` as Patroni's account (the cleanup, the rollout, a backup).
 
 With members, ``dbImage`` is a Patroni image, so it has ``python3``; the script speaks to the API server
 with the pod's ServiceAccount token and Python's standard library alone. The pod runs where and as the
@@ -25,13 +25,21 @@ def account(parent: str, spec: ShardDBSpec) -> str:
     return spec.service_account_name or names.account_name(parent)
 
 
-def script_pod(parent: str, spec: ShardDBSpec, name: str, script: str, env: list[Obj]) -> Obj:
+def script_pod(
+    parent: str,
+    spec: ShardDBSpec,
+    name: str,
+    script: str,
+    env: list[Obj],
+    *,
+    interpreter: tuple[str, ...] = ("python3", "-c"),
+) -> Obj:
     """A pod that runs ``script`` once (``restartPolicy: Never``; the Job's backoff retries it)."""
     db = spec.db
     container: Obj = {
         "name": name,
         "image": spec.db_image,
-        "command": ["python3", "-c", script],
+        "command": [*interpreter, script],
         "env": env,
         "securityContext": _clone(db.security_context or DEFAULT_CONTAINER_SECURITY_CONTEXT),
     }

@@ -152,6 +152,20 @@ def test_a_backup_of_shards_with_members_is_accepted_with_its_defaults(kube: Kub
     assert response.status_code == 201, error_message(response)
     stored = response.json()["spec"]["backup"]
     assert (stored["archiveTimeoutSeconds"], stored["objectStore"]["region"]) == (60, "us-east-1")
+    assert (stored["schedule"], stored.get("retentionPolicy")) == ("0 0 * * *", None)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("schedule", "daily"), ("schedule", "0 0 * *"), ("retentionPolicy", "30"), ("retentionPolicy", "0d")],
+)
+def test_a_schedule_or_retention_policy_that_does_not_parse_is_refused_naming_the_field(
+    kube: Kube, namespace: str, field: str, value: str
+) -> None:
+    backup = {**BACKUP, field: value}
+    response = kube.create(sharddb("odd", namespace, {**SPEC, "replication": {"members": 2}, "backup": backup}))
+    assert response.status_code == 422, error_message(response)
+    assert f"spec.backup.{field}" in error_message(response)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hooks import kinds
+from hooks.backup import cronjob
 from hooks.replication import cleanup
 from hooks.replication import rollout as member_rollout
 from hooks.replication.shape import Plan
@@ -55,19 +56,33 @@ def test_every_object_for_members_is_stored_as_a_fixed_point(kube: Kube, namespa
         assert_fixed_point(kube, namespace, desired)
 
 
+STORE = {
+    "destinationPath": "s3://backups/orders",
+    "endpointURL": "https://s3.example.com",
+    "endpointCA": {"name": "store-ca", "key": "ca.crt"},
+    "s3Credentials": {
+        "accessKeyId": {"name": "backup-s3", "key": "ACCESS_KEY_ID"},
+        "secretAccessKey": {"name": "backup-s3", "key": "ACCESS_SECRET_KEY"},
+    },
+}
+
+
 def test_every_object_for_members_with_backups_is_stored_as_a_fixed_point(kube: Kube, namespace: str) -> None:
     """The store's CA (a Secret volume with a mode and one item) and the access key (Secret references)."""
-    store = {
-        "destinationPath": "s3://backups/orders",
-        "endpointURL": "https://s3.example.com",
-        "endpointCA": {"name": "store-ca", "key": "ca.crt"},
-        "s3Credentials": {
-            "accessKeyId": {"name": "backup-s3", "key": "ACCESS_KEY_ID"},
-            "secretAccessKey": {"name": "backup-s3", "key": "ACCESS_SECRET_KEY"},
-        },
-    }
-    for desired in rendered(spec(replication={"members": 2}, backup={"objectStore": store}), Plan(2, True)):
+    for desired in rendered(spec(replication={"members": 2}, backup={"objectStore": STORE}), Plan(2, True)):
         assert_fixed_point(kube, namespace, desired)
+
+
+def test_the_base_backups_cronjob_is_stored_as_a_fixed_point(kube: Kube, namespace: str) -> None:
+    """Its schedule, its Job's template (the script, the password's reference, the CA volume, no token)."""
+    password = {"secretKeyRef": {"name": "demo-db", "key": "superuser"}}
+    the_spec = spec(
+        replication={"members": 2},
+        db={"env": [{"name": "PATRONI_SUPERUSER_PASSWORD", "valueFrom": password}]},
+        backup={"objectStore": STORE, "schedule": "@hourly", "retentionPolicy": "7d"},
+    )
+    assert the_spec.backup is not None
+    assert_fixed_point(kube, namespace, cronjob.cronjob("demo", the_spec, the_spec.backup, 2))
 
 
 def apply(kube: Kube, namespace: str, desired: Obj) -> Obj:

@@ -4,7 +4,8 @@ server over TLS, as the hooks render ``spec.backup``.
 The store is versitygw (``testbed/real/objectstore.py``) on the cluster's gateway, where the registry is, with a CA
 of its own; the example is applied as written but for its endpoint and the tier's images and credentials, with the
 two Secrets its header asks for made by its own commands. A table is written on the primary, the segment closed,
-and the archived segment read back from the bucket; the standby, fed by streaming, archives nothing.
+and the archived segment read back from the bucket; the standby, fed by streaming, archives nothing. Then the first
+base backup, as the header says to take it: a Job made from the base backups' CronJob, which has the standby take it.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def store(production: Install, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @pytest.fixture(scope="module")
-def install(production: Install) -> Iterator[Install]:
+def install(production: Install, store: ObjectStore) -> Iterator[Install]:
+    """The namespace, gone with its ShardDB before the store stops: a member that stops archives what it holds."""
+    _ = store
     production.kubectl("create", "namespace", NAMESPACE)
     yield production
     production.kubectl("delete", "sharddb", "-n", NAMESPACE, NAME, "--ignore-not-found", "--wait", "--timeout=5m")
@@ -124,6 +127,41 @@ def archived(install: Install, store: ObjectStore) -> Archived:
     )
 
 
+@dataclass(frozen=True)
+class BackedUp:
+    """The first base backup, taken as the example's header says: a Job from the CronJob."""
+
+    succeeded: bool
+    log: str  # the Job's log
+    infos: list[str]  # each base backup's backup.info in the shard's folder of the bucket
+
+
+def first_backup_command() -> list[str]:
+    """The header's ``kubectl create job --from=cronjob/...`` line, as words."""
+    (line,) = [line for line in EXAMPLE.read_text().splitlines() if "kubectl create job --from=cronjob/" in line]
+    return line.lstrip("# ").split()[1:]
+
+
+@pytest.fixture(scope="module")
+def backed_up(install: Install, store: ObjectStore, archived: Archived) -> BackedUp:
+    _ = archived
+    words = first_backup_command()
+    assert words[:3] == ["create", "job", f"--from=cronjob/{names.backup_name(NAME)}"], words
+    job = words[3]
+    install.kubectl("-n", NAMESPACE, *words)
+
+    def ended() -> str:
+        found = install.get("job", "-n", NAMESPACE, job)
+        kinds = {c["type"] for c in found.get("status", {}).get("conditions", []) if c["status"] == "True"}
+        return "Complete" if "Complete" in kinds else "Failed" if "Failed" in kinds else ""
+
+    outcome = wait_until(f"{job} ended", ended, 600, every=2)
+    log = install.kubectl("-n", NAMESPACE, "logs", f"job/{job}", check=False)
+    listing = store.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{NAME}/{NAME}-db-0/base/")
+    infos = sorted(item["Key"] for item in listing.get("Contents", []) if item["Key"].endswith("/backup.info"))
+    return BackedUp(outcome == "Complete", log, infos)
+
+
 def test_the_primary_runs_with_archiving_as_the_example_asks(archived: Archived) -> None:
     assert archived.settings == "on 1min"
 
@@ -142,3 +180,12 @@ def test_the_archived_segment_is_in_the_shards_folder_of_the_bucket_compressed(a
 
 def test_the_standby_archives_nothing(archived: Archived) -> None:
     assert archived.standby_archived == "0"
+
+
+def test_the_first_base_backup_taken_as_the_header_says_succeeds_from_the_standby(backed_up: BackedUp) -> None:
+    assert backed_up.succeeded, backed_up.log
+    assert f"{NAME}-db-0: base backup from its standby" in backed_up.log, backed_up.log
+
+
+def test_the_first_base_backup_is_in_the_shards_folder_of_the_bucket(backed_up: BackedUp) -> None:
+    assert len(backed_up.infos) == 1, backed_up.infos

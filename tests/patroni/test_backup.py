@@ -1,11 +1,14 @@
 """barman-cloud, the backup engine in the member image, against a real S3 server over TLS, as ``spec.backup`` has the
 hooks configure it: a shard's WAL archived by the rendered ``archive_command`` as Patroni runs PostgreSQL, a base
-backup taken, and a new shard bootstrapped by Patroni from them to a moment before a ``DROP TABLE``.
+backup taken on its standby by the base backups' Job as rendered (``backup/cronjob.py``: its script, in the member
+image, logged in over TLS), and a new shard bootstrapped by Patroni from them to a moment before a ``DROP TABLE``.
 
 The object store is versitygw (``testbed/real/objectstore.py``) on the host's loopback, which the members share.
 The member's configuration is ``PatroniConfig`` with the backup section; its environment is ``backup.member.env``
 with each Secret reference resolved as the kubelet resolves it, and the CA is mounted where the rendered volume
-puts it. The restore's bootstrap is written here from ``backup.commands``: the hooks do not render a restore yet.
+puts it. The Job's container shares the host's network too, with the shard's ``-standby`` and ``-primary`` Service
+names resolving to the members' addresses, as cluster DNS resolves them. The restore's bootstrap is written here
+from ``backup.commands``: the hooks do not render a restore yet.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from hooks.backup import commands
+from hooks.backup import commands, cronjob
 from hooks.backup import member as backup_member
 from hooks.backup.spec import Backup
 from hooks.replication import config as patroni_config
@@ -31,13 +34,14 @@ from tools.image.patroni import PatroniImages
 
 from ..support.kube import Kube
 from .conftest import IMAGES, new_shard
-from .members import DB_PORT, SOCKET_DIR, Member, PodmanError, Shard, podman, start_member, wait_for
+from .members import DB_PORT, PASSWORDS, Member, PodmanError, Shard, podman, start_member, wait_for
 
 Obj = dict[str, Any]
 BUCKET = "backups"
 # The user's Secrets, as the kubelet would read them: (Secret, key) -> value.
 CREDENTIALS = ("store-s3", "ACCESS_KEY_ID", "ACCESS_SECRET_KEY")
 CA_SECRET = ("store-ca", "ca.crt")
+SUPERUSER_SECRET = ("shard-passwords", "superuser")
 DATA = "/var/lib/postgresql/data/pgdata"
 ROWS = 200  # acknowledged before the target
 LATE_ROWS = 10  # committed after the target, before the drop
@@ -55,15 +59,18 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
         yield running
 
 
-def backup_of(store: ObjectStore, prefix: str) -> Backup:
-    """``spec.backup`` pointing at the store, its access key and CA in the user's Secrets."""
+def spec_of(store: ObjectStore, prefix: str) -> ShardDBSpec:
+    """A ShardDB that backs up to the store, its access key and CA in the user's Secrets, the superuser's password
+    in another, as ``spec.db.env`` hands it to Patroni."""
     secret, key_id, secret_key = CREDENTIALS
-    spec = ShardDBSpec.model_validate(
+    password = {"secretKeyRef": {"name": SUPERUSER_SECRET[0], "key": SUPERUSER_SECRET[1]}}
+    return ShardDBSpec.model_validate(
         {
             "shards": 1,
             "dbImage": "postgres-patroni",
             "cache": {"image": "redis"},
             "replication": {"members": 2},
+            "db": {"env": [{"name": "PATRONI_SUPERUSER_PASSWORD", "valueFrom": password}]},
             "backup": {
                 "objectStore": {
                     "destinationPath": f"s3://{BUCKET}/{prefix}",
@@ -76,22 +83,37 @@ def backup_of(store: ObjectStore, prefix: str) -> Backup:
                     },
                 },
                 "archiveTimeoutSeconds": 10,
+                "retentionPolicy": "7d",
             },
         }
     )
-    assert spec.backup is not None
-    return spec.backup
+
+
+def backup_of(store: ObjectStore, prefix: str) -> Backup:
+    """``spec.backup`` of ``spec_of``."""
+    backup = spec_of(store, prefix).backup
+    assert backup is not None
+    return backup
+
+
+def resolved(env: list[Obj], store: ObjectStore) -> dict[str, str]:
+    """A rendered environment with each ``secretKeyRef`` read from the user's Secrets, as the kubelet does."""
+    secret, key_id, secret_key = CREDENTIALS
+    secrets = {
+        (secret, key_id): store.access_key,
+        (secret, secret_key): store.secret_key,
+        SUPERUSER_SECRET: PASSWORDS["PATRONI_SUPERUSER_PASSWORD"],
+    }
+    out: dict[str, str] = {}
+    for var in env:
+        ref = var.get("valueFrom", {}).get("secretKeyRef")
+        out[var["name"]] = secrets[(ref["name"], ref["key"])] if ref else var["value"]
+    return out
 
 
 def resolved_env(backup: Backup, store: ObjectStore) -> dict[str, str]:
-    """The rendered environment with each ``secretKeyRef`` read from the user's Secrets, as the kubelet does."""
-    secret, key_id, secret_key = CREDENTIALS
-    secrets = {(secret, key_id): store.access_key, (secret, secret_key): store.secret_key}
-    env: dict[str, str] = {}
-    for var in backup_member.env(backup):
-        ref = var.get("valueFrom", {}).get("secretKeyRef")
-        env[var["name"]] = secrets[(ref["name"], ref["key"])] if ref else var["value"]
-    return env
+    """The member's rendered backup environment, resolved."""
+    return resolved(backup_member.env(backup), store)
 
 
 def ca_volume(store: ObjectStore, folder: Path, backup: Backup) -> dict[Path, str]:
@@ -154,12 +176,35 @@ def _writable(member: Member) -> bool:
         return False
 
 
+def streaming(primary: Member, standby: Member) -> None:
+    wait_for(f"{standby.name} streams", lambda: primary.streams_to(standby.name) != "", [primary, standby])
+
+
+def run_backup_job(shard: Shard, spec: ShardDBSpec, store: ObjectStore, by_role: dict[str, Member], ca: Path) -> str:
+    """The CronJob's Job as rendered: its container's command and environment in the member image, restricted as
+    its pod is, the shard's role Services resolving to the members holding them; its log."""
+    assert spec.backup is not None
+    job = cronjob.cronjob(shard.parent, spec, spec.backup, 1)
+    (container,) = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    (mount,) = container["volumeMounts"]
+    hosts = [f"--add-host={shard.scope}-{role}:{member.address}" for role, member in by_role.items()]
+    env = [f"--env={name}={value}" for name, value in resolved(container["env"], store).items()]
+    command = container["command"]
+    return podman(
+        "run", "--rm", "--pull", "never", "--network", "host", "--read-only", "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges", *hosts, *env, "--volume", f"{ca}:{mount['mountPath']}:ro",
+        "--entrypoint", json.dumps(command[:1]), shard.image, *command[1:],
+        timeout=300.0,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Restored:
     """The source shard's story and the shard restored from its backups."""
 
     target: str  # the moment restored to: after ROWS rows, before the late ones and the drop
     dropped: bool  # the source no longer has the table
+    job_log: str  # what the base backups' Job said
     backups: str  # the engine's list of base backups
     count: str  # rows of the table in the restored shard
     late: str  # rows committed after the target, in the restored shard
@@ -175,31 +220,36 @@ def restored(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Restored]:
     _ = images
+    spec = spec_of(store, shard.namespace)
     backup = backup_of(store, shard.namespace)
     env = resolved_env(backup, store)
-    mounts = ca_volume(store, tmp_path_factory.mktemp("store-ca"), backup)
-    member = start_member(shard, 0, env, rendered_config(shard, backup, "archiving.json"), mounts)
-    members = [member]
+    ca = tmp_path_factory.mktemp("store-ca")
+    mounts = ca_volume(store, ca, backup)
+    config = rendered_config(shard, backup, "archiving.json")
+    primary = start_member(shard, 0, env, config, mounts)
+    members = [primary]
     try:
-        leading(shard, member)
-        member.sql("CREATE TABLE orders (id int PRIMARY KEY)")
-        member.sql(f"INSERT INTO orders SELECT generate_series(1, {ROWS // 2})")
-        taken = commands.base_backup(backup.object_store, shard.scope, SOCKET_DIR, DB_PORT, "postgres")
-        podman("exec", member.container, *taken, timeout=300.0)
-        member.sql(f"INSERT INTO orders SELECT generate_series({ROWS // 2 + 1}, {ROWS})")
-        target = member.sql("SELECT pg_catalog.clock_timestamp()")
+        leading(shard, primary)
+        standby = start_member(shard, 1, env, config, mounts)
+        members.append(standby)
+        streaming(primary, standby)
+        primary.sql("CREATE TABLE orders (id int PRIMARY KEY)")
+        primary.sql(f"INSERT INTO orders SELECT generate_series(1, {ROWS // 2})")
+        job_log = run_backup_job(shard, spec, store, {"standby": standby, "primary": primary}, ca)
+        primary.sql(f"INSERT INTO orders SELECT generate_series({ROWS // 2 + 1}, {ROWS})")
+        target = primary.sql("SELECT pg_catalog.clock_timestamp()")
         time.sleep(1)
-        member.sql(f"INSERT INTO orders SELECT generate_series({ROWS + 1}, {ROWS + LATE_ROWS})")
+        primary.sql(f"INSERT INTO orders SELECT generate_series({ROWS + 1}, {ROWS + LATE_ROWS})")
         time.sleep(1)
-        member.sql("DROP TABLE orders")
-        last = member.sql("SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())")
+        primary.sql("DROP TABLE orders")
+        last = primary.sql("SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())")
         wait_for(
             f"{last} archived",
-            lambda: member.sql("SELECT last_archived_wal FROM pg_catalog.pg_stat_archiver") >= last,
+            lambda: primary.sql("SELECT last_archived_wal FROM pg_catalog.pg_stat_archiver") >= last,
             members,
         )
-        dropped = member.sql("SELECT to_regclass('orders') IS NULL") == "t"
-        backups = podman("exec", member.container, *commands.backup_list(backup.object_store, shard.scope))
+        dropped = primary.sql("SELECT to_regclass('orders') IS NULL") == "t"
+        backups = podman("exec", primary.container, *commands.backup_list(backup.object_store, shard.scope))
 
         kind = next(kind for kind, image in IMAGES.items() if image == shard.image)
         again = new_shard(kind, kube, control_plane, tmp_path_factory.mktemp(f"restored-{kind}"))
@@ -210,6 +260,7 @@ def restored(
         yield Restored(
             target,
             dropped,
+            job_log,
             backups,
             copy.sql("SELECT count(*) FROM orders"),
             copy.sql(f"SELECT count(*) FROM orders WHERE id > {ROWS}"),
@@ -221,6 +272,16 @@ def restored(
 
 def test_the_source_shard_lost_its_table(restored: Restored) -> None:
     assert restored.dropped
+
+
+def test_the_backup_job_takes_the_base_backup_on_the_standby(restored: Restored) -> None:
+    assert "base backup from its standby" in restored.job_log, restored.job_log
+    assert "base backup taken" in restored.job_log, restored.job_log
+
+
+def test_the_backup_job_applies_the_retention_policy_and_ends_well(restored: Restored) -> None:
+    assert "retention, RECOVERY WINDOW OF 7 DAYS" in restored.job_log, restored.job_log
+    assert "every shard backed up" in restored.job_log, restored.job_log
 
 
 def test_the_engine_lists_the_base_backup_it_took(restored: Restored) -> None:

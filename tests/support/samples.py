@@ -88,6 +88,8 @@ EVERY_FIELD: Obj = {
             },
         },
         "archiveTimeoutSeconds": 120,
+        "schedule": "30 2 * * 0",
+        "retentionPolicy": "4w",
     },
     "seedCommand": ["sh", "-c", "echo seeded"],
     "seedTimeoutSeconds": 600,

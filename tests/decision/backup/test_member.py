@@ -91,6 +91,12 @@ def test_a_named_ca_is_mounted_read_only_and_given_to_boto3() -> None:
     assert env[member.CA_ENV] == f"{mount['mountPath']}/{member.CA_FILE}"
 
 
+def test_the_ca_is_readable_by_any_user_of_the_pod_since_a_users_security_context_may_set_no_fs_group() -> None:
+    pod = template(spec(objectStore={**STORE, "endpointCA": {"name": "store-ca", "key": "bundle.pem"}}))
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == member.CA_VOLUME]
+    assert volume["secret"]["defaultMode"] == 0o444
+
+
 def test_without_a_ca_no_volume_is_added_and_boto3_trusts_the_image() -> None:
     pod = template(spec())
     assert member.CA_VOLUME not in {v["name"] for v in pod["spec"]["volumes"]}

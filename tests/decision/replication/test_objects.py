@@ -146,13 +146,14 @@ def test_declared_clients_and_the_sharddbs_own_pods_alone_reach_postgresqls_port
         statefulset(objects, 1)["spec"]["selector"]["matchLabels"],
         names.selector_labels("demo", names.SEED),
         names.selector_labels("demo", names.CACHE),
+        names.selector_labels("demo", names.BACKUP),
     ]
     assert rule == {"from": [{"podSelector": {"matchLabels": each}} for each in ours] + CLIENTS, "ports": rule["ports"]}
 
 
 def test_no_clients_declared_is_a_policy_that_lets_only_the_sharddbs_own_pods_in() -> None:
     rule = database_rule(one(rendered(spec(replication={"members": 2, "clients": []})), "NetworkPolicy", "demo-db-0"))
-    assert len(rule["from"]) == 3
+    assert len(rule["from"]) == 4
 
 
 def test_the_declared_clients_are_copied_so_no_answer_shares_the_spec() -> None:

@@ -1,0 +1,143 @@
+"""Every shard's base backup on ``spec.backup.schedule``: a CronJob whose Job has each shard's standby take one.
+
+barman-cloud-backup copies the data folder it backs up, so it must run where that folder is: in a member.
+The Job logs in to the shard's standby Service (its primary Service when no standby answers) as the
+superuser, over TLS with the password, as Patroni's own sessions do, and runs the engine there with
+``COPY ... TO PROGRAM``: PostgreSQL starts it as its own user in the member's container, with the
+member's environment (the store's credentials, region and CA) and its socket (trust, for the engine's
+own session). So the Job needs no API access (no token is mounted), no exec permission, no port or
+sidecar in the members; PostgreSQL's port admits it, as it does the seed Job.
+
+One shard at a time, so a node carries one backup's reads; a shard that fails does not stop the next,
+and the Job fails at the end, naming each. Then retention: ``barman-cloud-backup-delete`` in the Job's own
+pod (the store's credentials and CA, no database) deletes what no restore within the window needs, never
+the newest base backup. The engine's messages go to the member's log; the Job's log says which shard, from
+which member, and whether it ended well.
+
+The CronJob goes with the shards: a hibernated or deleted ShardDB has no member to back up. One Job at a
+time (``Forbid``): a backup that outlasts its period is not run twice.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from .. import names
+from ..replication import scripts
+from ..replication.config import SUPERUSER
+from ..spec import ShardDBSpec
+from . import commands, member
+from .spec import Backup
+
+Obj = dict[str, Any]
+
+PASSWORD_SOURCE = "PATRONI_SUPERUSER_PASSWORD"
+# Where the engine reaches its member's PostgreSQL: the image's socket folder, where pg_hba trusts the pod.
+SOCKET_DIR = "/var/run/postgresql"
+HISTORY = 3  # finished Jobs kept, successful and failed, for their logs
+BACKOFF_LIMIT = 1  # a failed run is retried once; the next scheduled run tries again anyway
+# A run that could not start within this long of its time (the controller down, the previous one still
+# running) is skipped: the next one comes on schedule.
+STARTING_DEADLINE_SECONDS = 3600
+
+# ``take <scope> <engine's line>``: the backup of one shard, from a standby when one answers.
+TAKE = """\
+set -u
+export PGCONNECT_TIMEOUT=10 PGSSLMODE=require PGDATABASE=postgres PGAPPNAME=sharddb-backup
+say() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $*"; }
+take() {
+  for role in standby primary; do
+    if psql -h "$1-$role" -XAtqc "SELECT 1" >/dev/null 2>&1; then
+      say "$1: base backup from its $role ($1-$role)"
+      if psql -h "$1-$role" -XAtq -v ON_ERROR_STOP=1 -v program="$2" >/dev/null <<'SQL'
+COPY (SELECT 1) TO PROGRAM :'program';
+SQL
+      then
+        say "$1: base backup taken"
+        return 0
+      fi
+      say "$1: base backup failed; the member's log holds the engine's messages"
+      return 1
+    fi
+  done
+  say "$1: neither $1-standby nor $1-primary answered"
+  return 1
+}
+failed=""
+"""
+
+END = """\
+if [ -n "$failed" ]; then
+  say "failed:$failed"
+  exit 1
+fi
+say "every shard backed up"
+"""
+
+
+def script(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) -> str:
+    """The Job's shell script: each shard's backup in order, then retention, then a failure if any step failed."""
+    store = backup.object_store
+    lines = [TAKE]
+    for shard in range(shards):
+        scope = names.shard_name(parent, shard)
+        engine = commands.base_backup(store, scope, SOCKET_DIR, spec.db.port, SUPERUSER)
+        lines.append(f'take {scope} {shlex.quote(commands.line(engine))} || failed="$failed {scope}"\n')
+    window = backup.recovery_window
+    if window is not None:
+        for shard in range(shards):
+            scope = names.shard_name(parent, shard)
+            delete = commands.line(commands.backup_delete(store, scope, window))
+            lines.append(f'say "{scope}: retention, {window}"\n')
+            lines.append(f'{delete} || failed="$failed {scope}(retention)"\n')
+    lines.append(END)
+    return "".join(lines)
+
+
+def _password(spec: ShardDBSpec) -> list[Obj]:
+    """libpq's password: the superuser's, from the same entry of ``spec.db.env`` Patroni reads it from."""
+    for entry in spec.db.env:
+        if entry.get("name") == PASSWORD_SOURCE:
+            renamed: Obj = json.loads(json.dumps(entry))
+            renamed["name"] = "PGPASSWORD"
+            return [renamed]
+    return []  # refused before any member runs (``replication/shape.py``): no Job would log in
+
+
+def _env(spec: ShardDBSpec, backup: Backup) -> list[Obj]:
+    login = [{"name": "PGPORT", "value": str(spec.db.port)}, {"name": "PGUSER", "value": SUPERUSER}]
+    return [*login, *_password(spec), *member.env(backup)]
+
+
+def cronjob(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) -> Obj:
+    """``<name>-backup``: one Job at a time, each backing up every shard in turn."""
+    pod = scripts.script_pod(
+        parent, spec, names.BACKUP, script(parent, spec, backup, shards), _env(spec, backup), interpreter=("sh", "-c")
+    )
+    pod["automountServiceAccountToken"] = False  # it never speaks to the API server
+    volumes = member.volumes(backup)
+    if volumes:
+        pod["volumes"] = volumes
+        pod["containers"][0]["volumeMounts"] = member.mounts(backup)
+    labels = names.labels(parent, names.BACKUP)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": names.backup_name(parent), "labels": labels},
+        "spec": {
+            "schedule": backup.schedule,
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": STARTING_DEADLINE_SECONDS,
+            "successfulJobsHistoryLimit": HISTORY,
+            "failedJobsHistoryLimit": HISTORY,
+            "jobTemplate": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "backoffLimit": BACKOFF_LIMIT,
+                    "template": {"metadata": {"labels": labels}, "spec": pod},
+                },
+            },
+        },
+    }
