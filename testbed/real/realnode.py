@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -232,11 +233,16 @@ class RealNode:
         self.plane.restart(f"{self.name}-containerd")
         wait_for("containerd to answer", self._answers, 60, self.plane, f"{self.name}-containerd")
         kubelet = f"{self.name}-kubelet"
+        # Heartbeats are whole seconds: one in the second the kubelet starts counts.
+        since = datetime.now(UTC).replace(microsecond=0)
         self.plane.restart(kubelet)
         # A kubelet that finds the runtime still cleaning up after the machine's stop (its CRI "not
         # initialized yet") exits; its service manager starts it again, as systemd's Restart=always does.
+        # Only the new kubelet's word counts: until the node controller marks the node (its grace), the
+        # Ready condition the old kubelet last wrote still says True, and a restore that took it for the
+        # new kubelet's once returned while that kubelet was exiting, leaving the node dead for good.
         deadline = time.monotonic() + 120
-        while not self.reporting():
+        while not self.reporting(since):
             if time.monotonic() > deadline:
                 raise ControlPlaneError(
                     f"{self.name}: no Ready heartbeat 120 s after the restore; see {self.log('kubelet')}"
@@ -246,9 +252,10 @@ class RealNode:
                 self.plane.restart(kubelet)
             time.sleep(0.5)
 
-    def reporting(self) -> bool:
-        """The kubelet reports the node Ready (whatever taints the node still carries)."""
-        return _reports_ready(self.plane.get(f"/api/v1/nodes/{self.name}") or {})
+    def reporting(self, since: datetime | None = None) -> bool:
+        """The kubelet reports the node Ready (whatever taints the node still carries), in a heartbeat at or after
+        ``since`` when given: a kubelet's first status after it starts carries a fresh heartbeat."""
+        return reports_ready(self.plane.get(f"/api/v1/nodes/{self.name}") or {}, since)
 
     def _containerd(self) -> None:
         cni = self.root / "cni"
@@ -418,7 +425,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
     def ready(self) -> bool:
         node: Obj = self.plane.get(f"/api/v1/nodes/{self.name}") or {}
-        return _reports_ready(node) and not node.get("spec", {}).get("taints", [])
+        return reports_ready(node) and not node.get("spec", {}).get("taints", [])
 
     def _kube_proxy(self) -> None:
         config: Obj = {
@@ -446,8 +453,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         return "KUBE-SERVICES" in self.run("iptables-save", "-t", "nat", check=False).stdout
 
 
-def _reports_ready(node: Obj) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
+def reports_ready(node: Obj, since: datetime | None = None) -> bool:
+    """Ready is True, in a heartbeat at or after ``since`` when given."""
+    for condition in node.get("status", {}).get("conditions", []):
+        if condition["type"] != "Ready" or condition["status"] != "True":
+            continue
+        if since is None:
+            return True
+        beat = condition.get("lastHeartbeatTime")
+        return beat is not None and datetime.fromisoformat(beat.replace("Z", "+00:00")) >= since
+    return False
 
 
 def must(command: list[str]) -> None:
