@@ -122,6 +122,18 @@ class Job(_Lean, frozen=True):
     status: JobStatus = JobStatus()
 
 
+class CronJobStatus(_Lean, frozen=True):
+    active: list[dict[str, Any]] = []  # references to the running Jobs
+    last_schedule_time: str | None = None
+    last_successful_time: str | None = None
+
+
+class CronJob(_Lean, frozen=True):
+    metadata: ObjectMeta
+    kind: Literal["CronJob"] | None = None
+    status: CronJobStatus = CronJobStatus()
+
+
 class Service(_Lean, frozen=True):
     metadata: ObjectMeta
     kind: Literal["Service"] | None = None
@@ -212,6 +224,7 @@ class Children(_Lean, frozen=True):
     service_accounts: dict[str, Named] | None = field(default=None, name=kinds.SERVICEACCOUNT.group_key)
     roles: dict[str, Named] | None = field(default=None, name=kinds.ROLE.group_key)
     role_bindings: dict[str, Named] | None = field(default=None, name=kinds.ROLEBINDING.group_key)
+    cronjobs: dict[str, CronJob] | None = field(default=None, name=kinds.CRONJOB.group_key)
 
 
 class Related(_Lean, frozen=True):

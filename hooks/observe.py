@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from . import clock, hook_request, kinds, last_applied, names, template_choice
+from .backup.runs import BaseBackups
 from .hook_request import Children, Condition, Deployment, EndpointSlice, Job, Pod, Related, StatefulSet, SyncRequest
 from .names import ON_DELETE
 from .replication.observe import shard_sets
@@ -63,7 +64,19 @@ def observe(request: SyncRequest, spec: ShardDBSpec, now: datetime | None = None
         replication=shape,
         cleanup_job=_cleanup_job(name, request.children),
         patroni_state=_patroni_state(name, spec.shards, request.related),
+        base_backups=_base_backups(name, request.children),
     )
+
+
+def _base_backups(name: str, children: Children | None) -> BaseBackups | None:
+    """The base backups' CronJob's record of its runs, if observed."""
+    for cronjob in ((children.cronjobs if children else None) or {}).values():
+        if cronjob.metadata.name == names.backup_name(name):
+            status = cronjob.status
+            return BaseBackups(
+                clock.parse(status.last_schedule_time), clock.parse(status.last_successful_time), bool(status.active)
+            )
+    return None
 
 
 def _cleanup_job(name: str, children: Children | None) -> SeedJobView | None:
@@ -233,6 +246,7 @@ def _observed(children: Children) -> dict[tuple[str, str], int | None]:
         (kinds.SERVICEACCOUNT, children.service_accounts),
         (kinds.ROLE, children.roles),
         (kinds.ROLEBINDING, children.role_bindings),
+        (kinds.CRONJOB, children.cronjobs),
     ):
         for child in (group or {}).values():
             found[(kind.kind, child.metadata.name)] = None

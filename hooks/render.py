@@ -10,6 +10,7 @@ from typing import Any
 
 from . import clock, last_applied, names, pod_templates, template_choice
 from .backup import cronjob
+from .backup.runs import BaseBackups
 from .last_applied import contains
 from .lifecycle import Decision
 from .replication import cleanup, marks, objects, rollout, shape
@@ -123,8 +124,20 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
     }
     if decision.unrecorded_generation is not None:
         out[template_choice.UNRECORDED_GENERATION] = decision.unrecorded_generation
+    if decision.base_backup_runs is not None:
+        out["backup"] = backup_status(decision.base_backup_runs)
     if decision.replication is not None and decision.replication.patroni:
         out["replication"] = replication_status(decision.replication, decision.shard_health)
+    return out
+
+
+def backup_status(runs: BaseBackups) -> Obj:
+    """What the base backups' CronJob records, each time only once it has one."""
+    out: Obj = {}
+    if runs.scheduled is not None:
+        out["lastScheduleTime"] = clock.rfc3339(runs.scheduled)
+    if runs.succeeded is not None:
+        out["lastSuccessfulTime"] = clock.rfc3339(runs.succeeded)
     return out
 
 

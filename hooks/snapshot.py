@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .backup.runs import BaseBackups
 from .hook_request import Condition
 from .replication.sets import ShardSetView
 from .replication.shape import Observed
@@ -55,6 +56,8 @@ class Snapshot:
     cleanup_job: SeedJobView | None = None
     # Whether any of Patroni's watched ConfigMaps of this ShardDB exists; None: they are not watched here.
     patroni_state: bool | None = None
+    # The base backups' CronJob's record of its runs, if it is observed (``backup/runs.py``).
+    base_backups: BaseBackups | None = None
 
     def unrecorded(self) -> bool:
         """A running StatefulSet or cache Deployment carries no record of what its template was made from."""

@@ -9,6 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from ..backup.runs import BaseBackups
 from ..replication.health import ShardHealth
 from ..replication.shape import SINGLE_COPY, Plan
 from ..workloads import TemplateRecord
@@ -108,6 +109,8 @@ class Decision:
     member_rollout: bool = False
     # With members and ``spec.backup``, while the shards run: the CronJob of base backups (``backup/cronjob.py``).
     base_backups: bool = False
+    # What the base backups' CronJob records of its runs, for the status (None: no backup, or no CronJob yet).
+    base_backup_runs: BaseBackups | None = None
 
     @property
     def members(self) -> bool:

@@ -18,7 +18,14 @@ from . import grace, kept, rollout
 from . import shards as shard_facts
 from .decision import ConditionState, Decision, Phase
 from .wording.available import available_message, available_reason
-from .wording.degraded import absent_problems, degraded_message, refused, two_primaries, worse_than_asked
+from .wording.degraded import (
+    absent_problems,
+    base_backup_failed,
+    degraded_message,
+    refused,
+    two_primaries,
+    worse_than_asked,
+)
 from .wording.progressing import newer_waiting, progressing, uncreated, waiting
 
 MIN_CACHE_REPLICAS_FOR_BUDGET = 2  # a budget over one pod would block every node drain
@@ -139,6 +146,7 @@ def _conditions(
             held,
             serving.ok_or_starting,
         )
+        + base_backup_failed(snap)
     )
     degraded = ConditionState(
         "Degraded", bool(problems), problems[0][0] if problems else "AsExpected", degraded_message(problems)
@@ -207,6 +215,7 @@ def _decision(
         shard_sets=layout.sets,
         member_rollout=layout.member_rollout,
         base_backups=spec.backup is not None and outcome.plan is not None and outcome.plan.patroni,
+        base_backup_runs=snap.base_backups if spec.backup is not None else None,
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
 

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from hooks import pod_templates
+from hooks.backup.runs import BaseBackups
 from hooks.lifecycle import Decision, decide
 from hooks.snapshot import Snapshot
 from hooks.trouble.lost import LostPod
@@ -29,6 +30,7 @@ from hooks.trouble.missing import MissingPod
 from hooks.trouble.stuck import StuckPod
 from hooks.workloads import SeedJobView
 
+from ..decision.backup.test_member import STORE
 from ..support.hook import moment
 from ..support.reasons import EMITTED, emitted
 from ..support.snapshots import available, cache, made, snapshot, spec, sts
@@ -161,6 +163,9 @@ SITUATIONS: dict[str, list[Snapshot]] = {
         available(statefulset=sts(replicas=4, ready=4, seeded=3)),
     ],
     "storage-immutable.md": [available(spec=spec(storage={"size": "2Gi"}))],
+    "base-backup-failed.md": [
+        available(spec=spec(backup={"objectStore": STORE}), base_backups=BaseBackups(T0, None, running=False))
+    ],
 }
 
 

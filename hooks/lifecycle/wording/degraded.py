@@ -5,7 +5,7 @@ Names only, never a controller's changing words, so a message stays put while it
 
 from __future__ import annotations
 
-from ... import names
+from ... import clock, names
 from ...replication.health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES
 from ...replication.roles import AT_ONCE, RoleTrouble
 from ...replication.shape import Refusal
@@ -37,6 +37,32 @@ UNGUARDED = "commits are acknowledged by the primary alone, and no standby may t
 # A standby that does not stream past the grace: Patroni did not bring it back by itself (a rewind or a
 # clone that fails, a timeline it cannot follow); it takes no part in a failover meanwhile.
 NOT_REJOINED = "it cannot take over from the primary; `patronictl reinit` in a member of the shard clones it again"
+
+
+# The last scheduled base backup ended without success, and none succeeded since: the shards serve, but
+# a restore reaches back only to an older base backup (before the first, to nothing).
+BASE_BACKUP_FAILED = "BaseBackupFailed"
+
+
+def base_backup_failed(snap: Snapshot) -> list[tuple[str, str]]:
+    """The base backups' last scheduled run failed: last of all, as nothing serves worse for it."""
+    problems: list[tuple[str, str]] = []
+    runs = snap.base_backups
+    if snap.spec.backup is None or runs is None or not runs.failed or runs.scheduled is None:
+        return problems
+    selector = f"{names.INSTANCE_LABEL}={snap.name},{names.COMPONENT_LABEL}={names.BACKUP}"
+    since = (
+        f"the last that succeeded ended {clock.rfc3339(runs.succeeded)}"
+        if runs.succeeded is not None
+        else "none has succeeded yet"
+    )
+    message = (
+        f"the base backup run of CronJob {names.backup_name(snap.name)} scheduled "
+        f"{clock.rfc3339(runs.scheduled)} failed ({since}): `kubectl logs -l {selector} --tail=-1` names each "
+        "shard whose backup failed, and the engine's own messages are in the log of the member that took it"
+    )
+    problems.append((BASE_BACKUP_FAILED, message))
+    return problems
 
 
 def refused(refusal: Refusal | None) -> list[tuple[str, str]]:

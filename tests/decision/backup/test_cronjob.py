@@ -179,3 +179,68 @@ def test_the_cronjob_is_the_same_answer_when_nothing_changed() -> None:
     first = child(running_with(fields)["children"], "CronJob", "demo-backup")
     again = child(running_with(fields)["children"], "CronJob", "demo-backup")
     assert first == again
+
+
+# --- what the CronJob records of its runs: the status, and Degraded when the last run failed -------------------
+
+SCHEDULED = "2026-12-07T00:00:00Z"
+EARLIER_SUCCESS = "2026-12-06T00:41:07Z"
+LATER_SUCCESS = "2026-12-07T00:38:12Z"
+
+
+def with_runs(status: Obj) -> Obj:
+    """The answer for a running ShardDB that backs up, its CronJob recording ``status``."""
+    body = parent({"backup": {"objectStore": STORE}})
+    marks = [*healthy(), sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
+    reply = answer(request(body))
+    for _stage in ("ready", "registered", "running"):
+        reply = answer(request(body, applied(reply["children"]), marks))
+    children = applied(reply["children"])
+    children["CronJob.batch/v1"]["demo-backup"]["status"] = status
+    return answer(request(body, children, marks))
+
+
+def degraded(reply: Obj) -> Obj:
+    found: Obj = next(c for c in reply["status"]["conditions"] if c["type"] == "Degraded")
+    return found
+
+
+def test_the_status_carries_what_the_cronjob_records_of_its_runs() -> None:
+    reply = with_runs({"lastScheduleTime": SCHEDULED, "lastSuccessfulTime": LATER_SUCCESS})
+    assert reply["status"]["backup"] == {"lastScheduleTime": SCHEDULED, "lastSuccessfulTime": LATER_SUCCESS}
+
+
+def test_a_cronjob_that_never_ran_gives_an_empty_backup_status_and_no_trouble() -> None:
+    reply = with_runs({})
+    assert reply["status"]["backup"] == {}
+    assert degraded(reply)["status"] == "False"
+
+
+def test_a_last_run_that_succeeded_is_no_trouble() -> None:
+    reply = with_runs({"lastScheduleTime": SCHEDULED, "lastSuccessfulTime": LATER_SUCCESS})
+    assert degraded(reply)["status"] == "False"
+
+
+def test_a_run_still_going_is_no_trouble() -> None:
+    active = [{"kind": "Job", "name": "demo-backup-29420640", "namespace": "shop"}]
+    reply = with_runs({"lastScheduleTime": SCHEDULED, "lastSuccessfulTime": EARLIER_SUCCESS, "active": active})
+    assert degraded(reply)["status"] == "False"
+
+
+def test_a_last_run_that_ended_without_success_is_degraded_naming_the_run_and_how_to_read_why() -> None:
+    condition = degraded(with_runs({"lastScheduleTime": SCHEDULED, "lastSuccessfulTime": EARLIER_SUCCESS}))
+    assert (condition["status"], condition["reason"]) == ("True", "BaseBackupFailed")
+    assert f"scheduled {SCHEDULED} failed (the last that succeeded ended {EARLIER_SUCCESS})" in condition["message"]
+    assert "kubectl logs -l app.kubernetes.io/instance=demo,app.kubernetes.io/component=backup" in condition["message"]
+
+
+def test_a_first_run_that_failed_says_none_has_succeeded() -> None:
+    condition = degraded(with_runs({"lastScheduleTime": SCHEDULED}))
+    assert condition["reason"] == "BaseBackupFailed"
+    assert "none has succeeded yet" in condition["message"]
+
+
+def test_a_failed_backup_leaves_the_sharddb_available() -> None:
+    reply = with_runs({"lastScheduleTime": SCHEDULED})
+    available = next(c for c in reply["status"]["conditions"] if c["type"] == "Available")
+    assert available["status"] == "True"

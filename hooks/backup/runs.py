@@ -1,0 +1,27 @@
+"""What the base backups' CronJob says of its runs: when the last one was scheduled, when one last succeeded.
+
+The CronJob controller records both on the CronJob itself (a child), so the hooks read them without
+watching its Jobs. A Job made by hand from the CronJob (``kubectl create job --from=cronjob/...``) is
+owned by it too: its success counts, though only scheduled runs set the scheduled time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class BaseBackups:
+    """The CronJob's record of its runs."""
+
+    scheduled: datetime | None  # the last scheduled run's time
+    succeeded: datetime | None  # when the last successful run ended
+    running: bool  # a run is active
+
+    @property
+    def failed(self) -> bool:
+        """The last scheduled run ended without success: nothing runs now, and no success came after it."""
+        if self.running or self.scheduled is None:
+            return False
+        return self.succeeded is None or self.succeeded < self.scheduled
