@@ -30,7 +30,7 @@ from hooks.trouble.missing import MissingPod
 from hooks.trouble.stuck import StuckPod
 from hooks.workloads import SeedJobView
 
-from ..decision.backup.test_member import STORE
+from ..support.backups import STORE
 from ..support.hook import moment
 from ..support.reasons import EMITTED, emitted
 from ..support.snapshots import available, cache, made, snapshot, spec, sts

@@ -6,10 +6,13 @@ of its own; the example is applied as written but for its endpoint and the tier'
 two Secrets its header asks for made by its own commands. A table is written on the primary, the segment closed,
 and the archived segment read back from the bucket; the standby, fed by streaming, archives nothing. Then the first
 base backup, as the header says to take it: a Job made from the base backups' CronJob, which has the standby take it.
+Last, a scheduled run that fails: the schedule set to every minute (no member restarts for it) while a NetworkPolicy
+keeps the Job's pods from reaching anything, as a user's policy might; the ShardDB is Degraded, naming it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -189,3 +192,81 @@ def test_the_first_base_backup_taken_as_the_header_says_succeeds_from_the_standb
 
 def test_the_first_base_backup_is_in_the_shards_folder_of_the_bucket(backed_up: BackedUp) -> None:
     assert len(backed_up.infos) == 1, backed_up.infos
+
+
+# Egress from the base backups' Job pods denied: no DNS, no member, no store.
+CUT_OFF = {
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "NetworkPolicy",
+    "metadata": {"name": "no-backup-egress"},
+    "spec": {
+        "podSelector": {
+            "matchLabels": {names.INSTANCE_LABEL: NAME, names.COMPONENT_LABEL: names.BACKUP},
+        },
+        "policyTypes": ["Egress"],
+        "egress": [],
+    },
+}
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A scheduled run that could reach nothing, and what the ShardDB said of it."""
+
+    degraded: Obj  # the Degraded condition once it named the failure
+    available: bool
+    backup_status: Obj
+    members_before: dict[str, str]  # member pod name -> uid, before the schedule changed
+    members_after: dict[str, str]
+
+
+def member_uids(install: Install) -> dict[str, str]:
+    selector = f"{names.INSTANCE_LABEL}={NAME},{names.COMPONENT_LABEL}={names.DB}"
+    return {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in install.pods(NAMESPACE, selector)}
+
+
+def condition(install: Install, kind: str) -> Obj:
+    found: list[Obj] = install.get("sharddb", "-n", NAMESPACE, NAME).get("status", {}).get("conditions", [])
+    return next((each for each in found if each["type"] == kind), {})
+
+
+@pytest.fixture(scope="module")
+def failed_run(install: Install, backed_up: BackedUp) -> Iterator[Failed]:
+    _ = backed_up
+    before = member_uids(install)
+    install.kubectl("-n", NAMESPACE, "apply", "-f", "-", stdin=json.dumps(CUT_OFF))
+    every_minute = json.dumps({"spec": {"backup": {"schedule": "* * * * *"}}})
+    install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", every_minute)
+    try:
+        named = wait_until(
+            "Degraded BaseBackupFailed",
+            lambda: (found := condition(install, "Degraded")).get("reason") == "BaseBackupFailed" and found,
+            300,
+            every=2,
+        )
+        status = install.get("sharddb", "-n", NAMESPACE, NAME)["status"]
+        yield Failed(named, install.available(NAMESPACE, NAME), status.get("backup", {}), before, member_uids(install))
+    finally:
+        daily = json.dumps({"spec": {"backup": {"schedule": "0 0 * * *"}}})
+        install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", daily)
+        install.kubectl("-n", NAMESPACE, "delete", "networkpolicy", "no-backup-egress")
+
+
+def test_a_scheduled_run_that_fails_makes_the_sharddb_degraded_naming_the_run_and_where_to_read_why(
+    failed_run: Failed,
+) -> None:
+    message = failed_run.degraded["message"]
+    assert f"CronJob {names.backup_name(NAME)} scheduled {failed_run.backup_status['lastScheduleTime']}" in message
+    assert f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=backup" in message
+
+
+def test_a_failed_base_backup_leaves_the_sharddb_available(failed_run: Failed) -> None:
+    assert failed_run.available
+
+
+def test_the_status_keeps_when_the_last_base_backup_succeeded(failed_run: Failed) -> None:
+    assert failed_run.backup_status["lastSuccessfulTime"] < failed_run.backup_status["lastScheduleTime"]
+
+
+def test_a_new_schedule_restarts_no_member(failed_run: Failed) -> None:
+    assert failed_run.members_after == failed_run.members_before

@@ -16,6 +16,7 @@ from hooks import corev1, handler, names
 from hooks.lifecycle import Phase
 from hooks.spec import SELECTOR_LABELS, ShardDBSpec
 from testbed.models.world import World, bring_up
+from tests.support.backups import with_runs
 from tests.support.crds import schema_errors
 from tests.support.hook import direct
 from tests.support.replication import failed_over, stages
@@ -179,7 +180,8 @@ def test_status_schema_declares_every_field_the_hooks_write() -> None:
     status = _hook_status()
     declared = SCHEMA["properties"]["status"]["properties"]
     members = stages()["running"]["status"]
-    assert set(status) | set(_lagging_status()) | set(members) | {"observedGeneration"} == set(declared)
+    backups = _backing_up_status()
+    assert set(status) | set(_lagging_status()) | set(members) | set(backups) | {"observedGeneration"} == set(declared)
     condition_fields = set(declared["conditions"]["items"]["properties"])
     for condition in status["conditions"]:
         assert set(condition) <= condition_fields
@@ -194,6 +196,21 @@ def test_status_schema_declares_every_field_written_for_shards_with_members() ->
     assert schema_errors(status, SCHEMA["properties"]["status"]) == []
     entry = declared["replication"]["properties"]["shards"]["items"]["properties"]
     assert {key for shard in status["replication"]["shards"] for key in shard} == set(entry)
+
+
+def _backing_up_status() -> dict[str, Any]:
+    """A running ShardDB that backs up, its CronJob's last run failed after an earlier success."""
+    status: dict[str, Any] = with_runs(
+        {"lastScheduleTime": "2026-12-07T00:00:00Z", "lastSuccessfulTime": "2026-12-06T00:41:07Z"}
+    )["status"]
+    return status
+
+
+def test_status_schema_declares_every_field_written_for_a_sharddb_that_backs_up() -> None:
+    """Else the API server prunes them, and Metacontroller writes the status at every sync."""
+    status = _backing_up_status()
+    assert set(status["backup"]) == set(SCHEMA["properties"]["status"]["properties"]["backup"]["properties"])
+    assert schema_errors(status, SCHEMA["properties"]["status"]) == []
 
 
 def test_status_phase_enum_is_the_lifecycle_phases() -> None:

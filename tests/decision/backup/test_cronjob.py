@@ -12,8 +12,8 @@ from hooks import names, template_choice
 from hooks.backup import commands, cronjob, member
 from hooks.spec import ShardDBSpec
 
+from ...support.backups import STORE, with_runs
 from ...support.replication import BASE, answer, applied, child, healthy, parent, primary_slice, request, sync_record
-from .test_member import STORE
 
 Obj = dict[str, Any]
 SECRET = {"name": "PATRONI_SUPERUSER_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "demo-db", "key": "superuser"}}}
@@ -186,18 +186,6 @@ def test_the_cronjob_is_the_same_answer_when_nothing_changed() -> None:
 SCHEDULED = "2026-12-07T00:00:00Z"
 EARLIER_SUCCESS = "2026-12-06T00:41:07Z"
 LATER_SUCCESS = "2026-12-07T00:38:12Z"
-
-
-def with_runs(status: Obj) -> Obj:
-    """The answer for a running ShardDB that backs up, its CronJob recording ``status``."""
-    body = parent({"backup": {"objectStore": STORE}})
-    marks = [*healthy(), sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
-    reply = answer(request(body))
-    for _stage in ("ready", "registered", "running"):
-        reply = answer(request(body, applied(reply["children"]), marks))
-    children = applied(reply["children"])
-    children["CronJob.batch/v1"]["demo-backup"]["status"] = status
-    return answer(request(body, children, marks))
 
 
 def degraded(reply: Obj) -> Obj:

@@ -12,6 +12,7 @@ from hooks.replication import template as member_pods
 from hooks.replication.shape import Plan
 from hooks.spec import ShardDBSpec
 
+from ...support.backups import STORE
 from ...support.replication import (
     BASE,
     answer,
@@ -27,14 +28,6 @@ from ...support.replication import (
 
 Obj = dict[str, Any]
 PLAN = Plan(members=2, synchronous=True)
-STORE = {
-    "destinationPath": "s3://backups/orders",
-    "endpointURL": "https://s3.example.com",
-    "s3Credentials": {
-        "accessKeyId": {"name": "backup-s3", "key": "ACCESS_KEY_ID"},
-        "secretAccessKey": {"name": "backup-s3", "key": "ACCESS_SECRET_KEY"},
-    },
-}
 
 
 def spec(**backup: Any) -> ShardDBSpec:
