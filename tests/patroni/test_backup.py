@@ -30,6 +30,7 @@ from hooks.spec import ShardDBSpec
 from testbed.real import objectstore
 from testbed.real.controlplane import ControlPlane
 from testbed.real.objectstore import ObjectStore
+from tools.image.builders import ulimits_below_own
 from tools.image.patroni import PatroniImages
 
 from ..support.kube import Kube
@@ -192,7 +193,7 @@ def run_backup_job(shard: Shard, spec: ShardDBSpec, store: ObjectStore, by_role:
     command = container["command"]
     return podman(
         "run", "--rm", "--pull", "never", "--network", "host", "--read-only", "--cap-drop", "ALL",
-        "--security-opt", "no-new-privileges", *hosts, *env, "--volume", f"{ca}:{mount['mountPath']}:ro",
+        "--security-opt", "no-new-privileges", *ulimits_below_own(), *hosts, *env, "--volume", f"{ca}:{mount['mountPath']}:ro",
         "--entrypoint", json.dumps(command[:1]), shard.image, *command[1:],
         timeout=300.0,
     )  # fmt: skip
