@@ -191,6 +191,8 @@ ON_DELETE = "OnDelete"
 # The components of the Jobs that run Patroni's chores, each with its own Role.
 CLEANUP = "cleanup"
 ROLLOUT = "rollout"
+# Patroni's superuser: its own sessions, pg_rewind's, and the base backups' Job's.
+SUPERUSER = "postgres"
 # The base backups' CronJob and its Jobs' pods (``backup/cronjob.py``).
 BACKUP = "backup"
 # Kubernetes refuses a longer CronJob name: its Jobs are named ``<cronjob>-<minutes since the epoch>``.

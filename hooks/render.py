@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import clock, last_applied, names, pod_templates, template_choice
+from . import clock, last_applied, names, pod_templates, scripts, template_choice
 from .backup import cronjob
 from .backup.runs import BaseBackups
+from .backup.spec import Backup
 from .last_applied import contains
 from .lifecycle import Decision
 from .replication import cleanup, marks, objects, rollout, shape
@@ -54,8 +55,16 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         templates = [each.template for each in decision.shard_sets]
         out += rollout.children(snap.name, snap.namespace, snap.spec, decision.shards, decision.replication, templates)
     if decision.base_backups and snap.spec.backup is not None:
-        out.append(cronjob.cronjob(snap.name, snap.spec, snap.spec.backup, decision.shards))
+        out.append(base_backups(snap.name, snap.spec, snap.spec.backup, decision.shards))
     return out
+
+
+def base_backups(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) -> Obj:
+    """The base backups' CronJob, its Job's pod made as the other script Jobs' are (``scripts``)."""
+    script = cronjob.script(parent, backup, shards, spec.db.port)
+    env = cronjob.env(backup, spec.db.port, spec.db.env)
+    pod = scripts.script_pod(parent, spec, names.BACKUP, script, env, interpreter=("sh", "-c"))
+    return cronjob.cronjob(parent, backup, pod)
 
 
 def members(snap: Snapshot, decision: Decision) -> list[Obj]:

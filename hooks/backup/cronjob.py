@@ -20,14 +20,11 @@ time (``Forbid``): a backup that outlasts its period is not run twice.
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any
 
 from .. import names
-from ..replication import scripts
-from ..replication.config import SUPERUSER
-from ..spec import ShardDBSpec
+from ..names import SUPERUSER
 from . import commands, member
 from .spec import Backup
 
@@ -77,13 +74,13 @@ say "every shard backed up"
 """
 
 
-def script(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) -> str:
+def script(parent: str, backup: Backup, shards: int, port: int) -> str:
     """The Job's shell script: each shard's backup in order, then retention, then a failure if any step failed."""
     store = backup.object_store
     lines = [TAKE]
     for shard in range(shards):
         scope = names.shard_name(parent, shard)
-        engine = commands.base_backup(store, scope, SOCKET_DIR, spec.db.port, SUPERUSER)
+        engine = commands.base_backup(store, scope, SOCKET_DIR, port, SUPERUSER)
         lines.append(f'take {scope} {shlex.quote(commands.line(engine))} || failed="$failed {scope}"\n')
     window = backup.recovery_window
     if window is not None:
@@ -96,31 +93,23 @@ def script(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) -> str:
     return "".join(lines)
 
 
-def _password(spec: ShardDBSpec) -> list[Obj]:
-    """libpq's password: the superuser's, from the same entry of ``spec.db.env`` Patroni reads it from."""
-    for entry in spec.db.env:
-        if entry.get("name") == PASSWORD_SOURCE:
-            renamed: Obj = json.loads(json.dumps(entry))
-            renamed["name"] = "PGPASSWORD"
-            return [renamed]
-    return []  # refused before any member runs (``replication/shape.py``): no Job would log in
+def env(backup: Backup, port: int, db_env: list[Obj]) -> list[Obj]:
+    """libpq's login (the superuser's password from the same entry of ``spec.db.env`` Patroni reads it from) and
+    boto3's environment, for retention."""
+    password = [{**entry, "name": "PGPASSWORD"} for entry in db_env if entry.get("name") == PASSWORD_SOURCE]
+    login = [{"name": "PGPORT", "value": str(port)}, {"name": "PGUSER", "value": SUPERUSER}]
+    return [*login, *password[:1], *member.env(backup)]
 
 
-def _env(spec: ShardDBSpec, backup: Backup) -> list[Obj]:
-    login = [{"name": "PGPORT", "value": str(spec.db.port)}, {"name": "PGUSER", "value": SUPERUSER}]
-    return [*login, *_password(spec), *member.env(backup)]
-
-
-def cronjob(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) -> Obj:
-    """``<name>-backup``: one Job at a time, each backing up every shard in turn."""
-    pod = scripts.script_pod(
-        parent, spec, names.BACKUP, script(parent, spec, backup, shards), _env(spec, backup), interpreter=("sh", "-c")
-    )
-    pod["automountServiceAccountToken"] = False  # it never speaks to the API server
+def cronjob(parent: str, backup: Backup, pod: Obj) -> Obj:
+    """``<name>-backup``: one Job at a time, each backing up every shard in turn; ``pod`` runs ``script`` with ``env``
+    in the member image (as the shard pods run), and gets no token and the store's CA here."""
+    pod = {**pod, "automountServiceAccountToken": False}  # it never speaks to the API server
     volumes = member.volumes(backup)
     if volumes:
+        (container,) = pod["containers"]
         pod["volumes"] = volumes
-        pod["containers"][0]["volumeMounts"] = member.mounts(backup)
+        pod["containers"] = [{**container, "volumeMounts": member.mounts(backup)}]
     labels = names.labels(parent, names.BACKUP)
     return {
         "apiVersion": "batch/v1",

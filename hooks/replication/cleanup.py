@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import names
+from .. import names, scripts
 from ..spec import ShardDBSpec
-from . import scripts
 
 Obj = dict[str, Any]
 

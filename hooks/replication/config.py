@@ -44,7 +44,7 @@ LOOP_WAIT = 5
 RETRY_TIMEOUT = 7
 # A standby more than this far behind (bytes) is not promoted on a failover.
 MAXIMUM_LAG_ON_FAILOVER = 1024 * 1024
-SUPERUSER = "postgres"
+SUPERUSER = names.SUPERUSER
 REPLICATION_USER = "replicator"
 
 

@@ -33,9 +33,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .. import names
+from .. import names, scripts
 from ..spec import ShardDBSpec
-from . import scripts
 from .shape import Plan
 
 Obj = dict[str, Any]

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks import kinds
-from hooks.backup import cronjob
+from hooks import kinds, render
 from hooks.replication import cleanup
 from hooks.replication import rollout as member_rollout
 from hooks.replication.shape import Plan
@@ -82,7 +81,7 @@ def test_the_base_backups_cronjob_is_stored_as_a_fixed_point(kube: Kube, namespa
         backup={"objectStore": STORE, "schedule": "@hourly", "retentionPolicy": "7d"},
     )
     assert the_spec.backup is not None
-    assert_fixed_point(kube, namespace, cronjob.cronjob("demo", the_spec, the_spec.backup, 2))
+    assert_fixed_point(kube, namespace, render.base_backups("demo", the_spec, the_spec.backup, 2))
 
 
 def apply(kube: Kube, namespace: str, desired: Obj) -> Obj:

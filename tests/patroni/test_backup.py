@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from hooks.backup import commands, cronjob
+from hooks import render
+from hooks.backup import commands
 from hooks.backup import member as backup_member
 from hooks.backup.spec import Backup
 from hooks.replication import config as patroni_config
@@ -185,7 +186,7 @@ def run_backup_job(shard: Shard, spec: ShardDBSpec, store: ObjectStore, by_role:
     """The CronJob's Job as rendered: its container's command and environment in the member image, restricted as
     its pod is, the shard's role Services resolving to the members holding them; its log."""
     assert spec.backup is not None
-    job = cronjob.cronjob(shard.parent, spec, spec.backup, 1)
+    job = render.base_backups(shard.parent, spec, spec.backup, 1)
     (container,) = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     (mount,) = container["volumeMounts"]
     hosts = [f"--add-host={shard.scope}-{role}:{member.address}" for role, member in by_role.items()]
@@ -193,7 +194,8 @@ def run_backup_job(shard: Shard, spec: ShardDBSpec, store: ObjectStore, by_role:
     command = container["command"]
     return podman(
         "run", "--rm", "--pull", "never", "--network", "host", "--read-only", "--cap-drop", "ALL",
-        "--security-opt", "no-new-privileges", *ulimits_below_own(), *hosts, *env, "--volume", f"{ca}:{mount['mountPath']}:ro",
+        "--security-opt", "no-new-privileges", *ulimits_below_own(), *hosts, *env,
+        "--volume", f"{ca}:{mount['mountPath']}:ro",
         "--entrypoint", json.dumps(command[:1]), shard.image, *command[1:],
         timeout=300.0,
     )  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hooks import names, template_choice
+from hooks import names, render, template_choice
 from hooks.backup import commands, cronjob, member
 from hooks.spec import ShardDBSpec
 
@@ -33,7 +33,7 @@ def spec(**backup: Any) -> ShardDBSpec:
 def rendered(the_spec: ShardDBSpec | None = None, shards: int = 2) -> Obj:
     the_spec = the_spec or spec()
     assert the_spec.backup is not None
-    return cronjob.cronjob("demo", the_spec, the_spec.backup, shards)
+    return render.base_backups("demo", the_spec, the_spec.backup, shards)
 
 
 def pod(job: Obj) -> Obj:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import names
-from ..spec import DEFAULT_CONTAINER_SECURITY_CONTEXT, DEFAULT_DB_POD_SECURITY_CONTEXT, ShardDBSpec
+from . import names
+from .spec import DEFAULT_CONTAINER_SECURITY_CONTEXT, DEFAULT_DB_POD_SECURITY_CONTEXT, ShardDBSpec
 
 Obj = dict[str, Any]
 
