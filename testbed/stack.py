@@ -51,6 +51,7 @@ CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
     "job-controller",
+    "cronjob-controller",  # a ShardDB's base backups
     "endpointslice-controller",
     "disruption-controller",
     "garbage-collector-controller",

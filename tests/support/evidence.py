@@ -36,7 +36,7 @@ RUNS_KEPT = int(os.environ.get("SHARDDB_EVIDENCE_RUNS", "5"))  # a soak keeps al
 RUN_NAME = re.compile(r"^\d{8}-\d{6}-\d+$")
 # What a namespace's ShardDBs are made of, and what tells their story.
 NAMESPACED = (
-    "sharddbs.mygroup.example.com,statefulsets,deployments,replicasets,jobs,services,poddisruptionbudgets,"
+    "sharddbs.mygroup.example.com,statefulsets,deployments,replicasets,jobs,cronjobs,services,poddisruptionbudgets,"
     "pods,persistentvolumeclaims,endpointslices,events"
 )
 CLUSTER_WIDE = "nodes,persistentvolumes"
