@@ -45,8 +45,9 @@ set -u
 export PGCONNECT_TIMEOUT=10 PGSSLMODE=require PGDATABASE=postgres PGAPPNAME=sharddb-backup
 say() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $*"; }
 take() {
+  why=""
   for role in standby primary; do
-    if psql -h "$1-$role" -XAtqc "SELECT 1" >/dev/null 2>&1; then
+    if why=$(psql -h "$1-$role" -XAtqc "SELECT 1" 2>&1 >/dev/null); then
       say "$1: base backup from its $role ($1-$role)"
       if psql -h "$1-$role" -XAtq -v ON_ERROR_STOP=1 -v program="$2" >/dev/null <<'SQL'
 COPY (SELECT 1) TO PROGRAM :'program';
@@ -59,7 +60,7 @@ SQL
       return 1
     fi
   done
-  say "$1: neither $1-standby nor $1-primary answered"
+  say "$1: no member to back up from at $1-standby or $1-primary: $why"
   return 1
 }
 failed=""

@@ -6,8 +6,8 @@ of its own; the example is applied as written but for its endpoint and the tier'
 two Secrets its header asks for made by its own commands. A table is written on the primary, the segment closed,
 and the archived segment read back from the bucket; the standby, fed by streaming, archives nothing. Then the first
 base backup, as the header says to take it: a Job made from the base backups' CronJob, which has the standby take it.
-Last, a scheduled run that fails: the schedule set to every minute (no member restarts for it) while a NetworkPolicy
-keeps the Job's pods from reaching anything, as a user's policy might; the ShardDB is Degraded, naming it.
+Last, a scheduled run that fails: the schedule set to every minute (no member restarts for it) after the superuser's
+password changed in its Secret alone; the ShardDB is Degraded, naming the run and the command that says why.
 """
 
 from __future__ import annotations
@@ -194,28 +194,19 @@ def test_the_first_base_backup_is_in_the_shards_folder_of_the_bucket(backed_up: 
     assert len(backed_up.infos) == 1, backed_up.infos
 
 
-# Egress from the base backups' Job pods denied: no DNS, no member, no store.
-CUT_OFF = {
-    "apiVersion": "networking.k8s.io/v1",
-    "kind": "NetworkPolicy",
-    "metadata": {"name": "no-backup-egress"},
-    "spec": {
-        "podSelector": {
-            "matchLabels": {names.INSTANCE_LABEL: NAME, names.COMPONENT_LABEL: names.BACKUP},
-        },
-        "policyTypes": ["Egress"],
-        "egress": [],
-    },
-}
+# The superuser's password in the Secret changed, as a user who rotates it in the Secret alone would: the members
+# run on with the one they started with, and each new Job pod reads the new one and is refused.
+WRONG_PASSWORD = "not-the-shards-password"
 
 
 @dataclass(frozen=True)
 class Failed:
-    """A scheduled run that could reach nothing, and what the ShardDB said of it."""
+    """A scheduled run that could not log in, and what the ShardDB said of it."""
 
     degraded: Obj  # the Degraded condition once it named the failure
     available: bool
     backup_status: Obj
+    log: str  # what the command the message names prints
     members_before: dict[str, str]  # member pod name -> uid, before the schedule changed
     members_after: dict[str, str]
 
@@ -230,11 +221,17 @@ def condition(install: Install, kind: str) -> Obj:
     return next((each for each in found if each["type"] == kind), {})
 
 
+def superuser_password(install: Install, value: str) -> None:
+    patch = json.dumps({"stringData": {"superuser": value}})
+    install.kubectl("-n", NAMESPACE, "patch", "secret", f"{NAME}-db", "--type=merge", "-p", patch)
+
+
 @pytest.fixture(scope="module")
 def failed_run(install: Install, backed_up: BackedUp) -> Iterator[Failed]:
     _ = backed_up
     before = member_uids(install)
-    install.kubectl("-n", NAMESPACE, "apply", "-f", "-", stdin=json.dumps(CUT_OFF))
+    encoded = install.get("secret", "-n", NAMESPACE, f"{NAME}-db")["data"]["superuser"]
+    superuser_password(install, WRONG_PASSWORD)
     every_minute = json.dumps({"spec": {"backup": {"schedule": "* * * * *"}}})
     install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", every_minute)
     try:
@@ -245,11 +242,17 @@ def failed_run(install: Install, backed_up: BackedUp) -> Iterator[Failed]:
             every=2,
         )
         status = install.get("sharddb", "-n", NAMESPACE, NAME)["status"]
-        yield Failed(named, install.available(NAMESPACE, NAME), status.get("backup", {}), before, member_uids(install))
+        # The command the message names, in the ShardDB's namespace.
+        command = re.search(r"`kubectl (logs [^`]+)`", named["message"])
+        assert command, named["message"]
+        log = install.kubectl("-n", NAMESPACE, *command.group(1).split(), check=False)
+        after = member_uids(install)
+        yield Failed(named, install.available(NAMESPACE, NAME), status.get("backup", {}), log, before, after)
     finally:
         daily = json.dumps({"spec": {"backup": {"schedule": "0 0 * * *"}}})
         install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", daily)
-        install.kubectl("-n", NAMESPACE, "delete", "networkpolicy", "no-backup-egress")
+        install.kubectl("-n", NAMESPACE, "patch", "secret", f"{NAME}-db", "--type=merge", "-p",
+                        json.dumps({"data": {"superuser": encoded}}))  # fmt: skip
 
 
 def test_a_scheduled_run_that_fails_makes_the_sharddb_degraded_naming_the_run_and_where_to_read_why(
@@ -258,6 +261,11 @@ def test_a_scheduled_run_that_fails_makes_the_sharddb_degraded_naming_the_run_an
     message = failed_run.degraded["message"]
     assert f"CronJob {names.backup_name(NAME)} scheduled {failed_run.backup_status['lastScheduleTime']}" in message
     assert f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=backup" in message
+
+
+def test_the_command_the_message_names_says_why_the_shard_was_not_backed_up(failed_run: Failed) -> None:
+    assert f"{NAME}-db-0: no member to back up from" in failed_run.log, failed_run.log
+    assert "password authentication failed" in failed_run.log, failed_run.log
 
 
 def test_a_failed_base_backup_leaves_the_sharddb_available(failed_run: Failed) -> None:
