@@ -205,7 +205,9 @@ def shard_statefulset(
     }
 
 
-def member_policy(parent: str, shard: int, port: int, clients: Sequence[Obj] | None = None) -> Obj:
+def member_policy(
+    parent: str, shard: int, port: int, clients: Sequence[Obj] | None = None, *, backups: bool = False
+) -> Obj:
     """Patroni's REST API reachable only from the shard's own members; PostgreSQL's port from the clients declared.
 
     Patroni's API (``PATRONI_PORT``) answers switchover, failover, restart, reinitialize and config
@@ -215,14 +217,15 @@ def member_policy(parent: str, shard: int, port: int, clients: Sequence[Obj] | N
     client for a password over TLS; with no ``clients`` declared (``spec.replication.clients``) it
     stays open to every source, as before the field, so today's clients keep working. Declared, it is
     open to them and to what needs it of ours: the shard's members (replication, ``pg_rewind``), the
-    ShardDB's seed Job and cache, which are handed the shards' addresses, and its base backups' Job.
+    ShardDB's seed Job and cache, which are handed the shards' addresses, and (``backups``) its base backups' Job.
     Ports are numbers, not names: a policy agent resolves a named port only on the pods a rule selects.
     """
     selector = member_selector(parent, shard)
     scope = {names.SCOPE_LABEL: names.shard_name(parent, shard)}
     database: Obj = {"ports": [{"protocol": "TCP", "port": port}]}
     if clients is not None:
-        ours = [selector, *(names.selector_labels(parent, each) for each in (names.SEED, names.CACHE, names.BACKUP))]
+        components = (names.SEED, names.CACHE, names.BACKUP) if backups else (names.SEED, names.CACHE)
+        ours = [selector, *(names.selector_labels(parent, each) for each in components)]
         peers = [{"podSelector": {"matchLabels": each}} for each in ours] + json.loads(json.dumps(list(clients)))
         database = {"from": peers, **database}
     return {
@@ -296,7 +299,7 @@ def children(
             members_service(parent, shard, spec.db.port),
             role_service(parent, shard, spec.db.port, names.PRIMARY),
             role_service(parent, shard, spec.db.port, names.STANDBY),
-            member_policy(parent, shard, spec.db.port, spec.replication.clients),
+            member_policy(parent, shard, spec.db.port, spec.replication.clients, backups=spec.backup is not None),
         ]
         if budgets:
             out.append(shard_budget(parent, shard))

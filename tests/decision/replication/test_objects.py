@@ -19,6 +19,7 @@ from hooks.replication import template as member_pods
 from hooks.replication.shape import SINGLE_COPY, Observed, Plan
 from testbed.models.metacontroller import difference, for_create, needs_update
 
+from ...support.backups import STORE
 from ...support.kube_schema import problems
 from ...support.replication import OWNER, TWO, claims, container, members, rendered, spec, statefulset
 from ...support.replication import child as one
@@ -146,14 +147,27 @@ def test_declared_clients_and_the_sharddbs_own_pods_alone_reach_postgresqls_port
         statefulset(objects, 1)["spec"]["selector"]["matchLabels"],
         names.selector_labels("demo", names.SEED),
         names.selector_labels("demo", names.CACHE),
-        names.selector_labels("demo", names.BACKUP),
     ]
     assert rule == {"from": [{"podSelector": {"matchLabels": each}} for each in ours] + CLIENTS, "ports": rule["ports"]}
 
 
+def test_a_sharddb_that_backs_up_also_lets_its_base_backups_job_reach_postgresqls_port() -> None:
+    backed_up = spec(replication={"members": 2, "clients": CLIENTS}, backup={"objectStore": STORE})
+    rule = database_rule(one(rendered(backed_up), "NetworkPolicy", "demo-db-0"))
+    assert {"podSelector": {"matchLabels": names.selector_labels("demo", names.BACKUP)}} in rule["from"]
+    assert rule["from"][4:] == CLIENTS
+
+
+def test_a_sharddb_that_does_not_back_up_lets_no_backup_pod_in() -> None:
+    rule = database_rule(
+        one(rendered(spec(replication={"members": 2, "clients": CLIENTS})), "NetworkPolicy", "demo-db-0")
+    )
+    assert {"podSelector": {"matchLabels": names.selector_labels("demo", names.BACKUP)}} not in rule["from"]
+
+
 def test_no_clients_declared_is_a_policy_that_lets_only_the_sharddbs_own_pods_in() -> None:
     rule = database_rule(one(rendered(spec(replication={"members": 2, "clients": []})), "NetworkPolicy", "demo-db-0"))
-    assert len(rule["from"]) == 4
+    assert len(rule["from"]) == 3
 
 
 def test_the_declared_clients_are_copied_so_no_answer_shares_the_spec() -> None:
