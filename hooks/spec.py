@@ -13,7 +13,7 @@ from pydantic import Field, StringConstraints, field_validator
 from pydantic_core import PydanticCustomError
 
 from . import names, quantity
-from .backup.spec import Backup
+from .backup.spec import Backup, Restore
 from .corev1 import CoreV1
 from .model import DnsName, NonEmpty
 from .model import Spec as _Spec
@@ -338,6 +338,8 @@ class ShardDBSpec(_Spec):
     replication: Replication = Replication()
     # None: no backup (the CRD allows it only with members, whose image carries the engine).
     backup: Backup | None = None
+    # None: every shard starts empty and is seeded; else each starts from another ShardDB's backups, never seeded.
+    restore: Restore | None = None
     seed_command: Command | None = Field(default=None, alias="seedCommand")
     # A seed that waits forever on a shard that never answers must end as a failure.
     seed_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SEED_TIMEOUT_SECONDS)] = Field(

@@ -30,6 +30,9 @@ DB_FIELDS = ("dbImage", "db", "drainCommand", "drainGracePeriodSeconds", "imageP
 # Read by the member templates alone (``replication/template.py``): absent from every ShardDB made before it, so
 # no running shard's hash moves with the release that adds it.
 MEMBER_FIELDS = ("backup",)
+# Read by Patroni once, when a shard's cluster is first made (``backup/restore.py``): the member templates carry
+# it, but removing it once the shards run must restart none of them, so it shapes no hash.
+READ_ONCE = ("restore",)
 # Read by the base backups' CronJob alone (``backup/cronjob.py``): a new schedule restarts no member.
 BACKUP_IGNORED = ("schedule", "retentionPolicy")
 CACHE_FIELDS = ("cache", "imagePullSecrets", "serviceAccountName")

@@ -18,6 +18,9 @@ BASE_BACKUP = "barman-cloud-backup"
 RESTORE = "barman-cloud-restore"
 BACKUP_LIST = "barman-cloud-backup-list"
 BACKUP_DELETE = "barman-cloud-backup-delete"
+CHECK_WAL_ARCHIVE = "barman-cloud-check-wal-archive"
+# backup_id for the engine's own choice: the newest base backup taken before --target-time, else the newest.
+AUTO = "auto"
 # Retention never deletes the newest base backup, whatever the window says.
 MINIMUM_REDUNDANCY = 1
 # Only S3 and S3-compatible stores for now; barman-cloud also speaks Azure and Google Cloud Storage.
@@ -72,9 +75,21 @@ def base_backup(store: ObjectStore, server: str, host: str, port: int, user: str
     ]
 
 
-def restore(store: ObjectStore, server: str, backup_id: str, data_dir: str) -> list[str]:
-    """Base backup ``backup_id`` (``latest``, or one the engine lists) of ``server`` into ``data_dir``."""
-    return [RESTORE, *_store(store), source(store), server, backup_id, data_dir]
+def restore(
+    store: ObjectStore, server: str, backup_id: str, data_dir: str, target_time: str | None = None
+) -> list[str]:
+    """Base backup ``backup_id`` (``latest``, ``auto``, or one the engine lists) of ``server`` into ``data_dir``.
+
+    With ``auto`` and a ``target_time`` the engine picks the newest base backup taken before that time:
+    a recovery cannot stop before its base backup's end.
+    """
+    target = ["--target-time", target_time] if target_time is not None else []
+    return [RESTORE, *_store(store), *target, source(store), server, backup_id, data_dir]
+
+
+def check_wal_archive(store: ObjectStore, server: str) -> list[str]:
+    """Fails when ``server``'s folder already holds WAL: a new cluster must not archive over another's."""
+    return [CHECK_WAL_ARCHIVE, *_store(store), source(store), server]
 
 
 def backup_list(store: ObjectStore, server: str) -> list[str]:

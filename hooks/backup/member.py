@@ -45,7 +45,7 @@ def recovery(backup: Backup, scope: str) -> dict[str, str]:
     return {"restore_command": commands.line(commands.wal_restore(backup.object_store, scope))}
 
 
-def _secret_env(name: str, selector: SecretKeySelector) -> Obj:
+def secret_env(name: str, selector: SecretKeySelector) -> Obj:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": selector.name, "key": selector.key}}}
 
 
@@ -53,8 +53,8 @@ def env(backup: Backup) -> list[Obj]:
     """boto3's environment: the access key by reference, the region, and the CA file when one is named."""
     store = backup.object_store
     out = [
-        _secret_env(ACCESS_KEY_ENV, store.s3_credentials.access_key_id),
-        _secret_env(SECRET_KEY_ENV, store.s3_credentials.secret_access_key),
+        secret_env(ACCESS_KEY_ENV, store.s3_credentials.access_key_id),
+        secret_env(SECRET_KEY_ENV, store.s3_credentials.secret_access_key),
         {"name": REGION_ENV, "value": store.region},
     ]
     if store.endpoint_ca is not None:

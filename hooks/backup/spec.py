@@ -1,5 +1,6 @@
 """``spec.backup``: where every shard's WAL goes, with what credentials, how often a segment is closed, when each
-shard's base backup is taken and how long the store keeps what a restore needs.
+shard's base backup is taken and how long the store keeps what a restore needs. ``spec.restore``: another
+ShardDB's backups a new ShardDB starts from, and the moment it stops at.
 
 Only S3 and S3-compatible stores, over HTTPS; the CRD says the same (``crds/sharddb.yaml``), and allows the
 section only with members, whose image carries the engine.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from ..model import DnsName, Spec, integral
+from ..names import MAX_NAME_LENGTH
 
 # A key of a Secret: what Kubernetes allows (``kubectl create secret`` refuses others).
 SecretKey = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
@@ -30,6 +32,18 @@ DEFAULT_SCHEDULE = "0 0 * * *"
 # A recovery window in days, weeks or months, as barman-cloud's retention policies count them.
 RETENTION_PATTERN = r"^[1-9][0-9]{0,3}[dwm]$"
 RETENTION_UNITS = {"d": "DAYS", "w": "WEEKS", "m": "MONTHS"}
+# RFC 3339 with its offset (Z or +hh:mm), as the CRD's date-time format takes it and PostgreSQL reads it.
+TARGET_TIME_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+# A restore point's name (pg_create_restore_point takes up to 63 bytes).
+TARGET_NAME_PATTERN = r"^[A-Za-z0-9][-._A-Za-z0-9]{0,62}$"
+# A base backup's ID as barman-cloud-backup names it: its start time, YYYYMMDDTHHMMSS.
+BACKUP_ID_PATTERN = r"^[0-9]{8}T[0-9]{6}$"
+# A ShardDB's name, as the CRD allows one.
+ShardDBName = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_NAME_LENGTH, pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+]
 
 
 class SecretKeySelector(Spec):
@@ -88,3 +102,40 @@ class Backup(Spec):
             return None
         count, unit = self.retention_policy[:-1], self.retention_policy[-1]
         return f"RECOVERY WINDOW OF {count} {RETENTION_UNITS[unit]}"
+
+
+class RestoreSource(Spec):
+    """The ShardDB whose backups a new one starts from: its name when it was backed up, and its object store."""
+
+    # Its shards' folders in the store are <name>-db-<shard>.
+    name: ShardDBName
+    object_store: ObjectStore = Field(alias="objectStore")
+
+
+class RecoveryTarget(Spec):
+    """Where each shard's recovery stops; none of the three: at the end of the archived WAL (the latest)."""
+
+    target_time: Annotated[str, StringConstraints(pattern=TARGET_TIME_PATTERN)] | None = Field(
+        default=None, alias="targetTime"
+    )
+    target_name: Annotated[str, StringConstraints(pattern=TARGET_NAME_PATTERN)] | None = Field(
+        default=None, alias="targetName"
+    )
+    # The base backup to start from; None: the newest one taken before targetTime, else the newest one.
+    backup_id: Annotated[str, StringConstraints(pattern=BACKUP_ID_PATTERN)] | None = Field(
+        default=None, alias="backupID"
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> RecoveryTarget:
+        """PostgreSQL stops at one target; the CRD refuses two as well."""
+        if self.target_time is not None and self.target_name is not None:
+            raise ValueError("spec.restore.recoveryTarget: give targetTime or targetName, not both")
+        return self
+
+
+class Restore(Spec):
+    """A new ShardDB made from another one's base backups and WAL: read once, when each shard is first bootstrapped."""
+
+    source: RestoreSource
+    recovery_target: RecoveryTarget = Field(default_factory=RecoveryTarget, alias="recoveryTarget")

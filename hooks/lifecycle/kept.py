@@ -38,7 +38,10 @@ def _seeded(snap: Snapshot) -> int:
     from_sts = snap.statefulset.seeded_annotation if snap.statefulset else 0
     # Shards with members carry the same memory on each shard's StatefulSet.
     from_sets = max((each.statefulset.seeded_annotation for each in snap.shard_sets), default=0)
-    return max(snap.prior_seeded, from_sts, from_jobs, from_sets)
+    # A restored ShardDB's shards hold the source's data: seeding them would write over it. The CRD keeps
+    # spec.shards fixed while spec.restore is set, so every shard there is is a restored one.
+    restored = snap.spec.shards if snap.spec.restore is not None else 0
+    return max(snap.prior_seeded, from_sts, from_jobs, from_sets, restored)
 
 
 def _storage(snap: Snapshot) -> tuple[str, str | None, bool]:

@@ -13,7 +13,8 @@ from typing import Any
 
 from .. import names, quantity
 from ..backup import member as backup_member
-from ..backup.spec import Backup
+from ..backup import restore as backup_restore
+from ..backup.spec import Backup, Restore
 from ..spec import MEBIBYTE, ShardDBSpec
 from . import tls
 from .callback import callbacks
@@ -69,6 +70,8 @@ class PatroniConfig:
     strict: bool = False
     # ``spec.backup``: the primary archives each segment, and every member may restore from the archive.
     backup: Backup | None = None
+    # ``spec.restore``: each shard's cluster is first made from the source's backups rather than by initdb.
+    restore: Restore | None = None
 
     @property
     def scope(self) -> str:
@@ -123,7 +126,15 @@ class PatroniConfig:
             },
             # Checksums let pg_rewind bring an old primary back as a standby.
             "initdb": [{"encoding": "UTF8"}, "data-checksums"],
+            **self._restore(),
         }
+
+    def _restore(self) -> Obj:
+        """``spec.restore``'s custom bootstrap in place of initdb (a restored cluster keeps the source's checksums)."""
+        if self.restore is None:
+            return {}
+        data_dir = f"{self.data_path.rstrip('/')}/pgdata"
+        return backup_restore.bootstrap(self.restore, self.backup, self.scope, self.shard, data_dir)
 
     def _postgresql(self) -> Obj:
         """PostgreSQL as Patroni runs it in this member: addresses, files, callbacks, users and who may log in."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import names
 from ..backup import member as backup_member
+from ..backup import restore as backup_restore
 from ..spec import ShardDBSpec
 from . import incluster, stop, tls
 from .config import (
@@ -123,6 +124,7 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
         slot_wal_keep_mb(spec),
         plan.strict,
         spec.backup,
+        spec.restore,
     )
     meta = template.setdefault("metadata", {})
     meta["labels"] = {**meta.get("labels", {}), names.SCOPE_LABEL: names.shard_name(parent, shard)}
@@ -132,7 +134,11 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     pod["affinity"] = anti_affinity(parent, shard, spec.db.affinity)
     container = next(each for each in pod["containers"] if each["name"] == names.DB)
     taken = {var["name"] for var in container.get("env", [])}
-    ours = [*patroni_env(spec.db.port), *(backup_member.env(spec.backup) if spec.backup else [])]
+    ours = [
+        *patroni_env(spec.db.port),
+        *(backup_member.env(spec.backup) if spec.backup else []),
+        *(backup_restore.env(spec.restore) if spec.restore else []),
+    ]
     container["env"] = [var for var in ours if var["name"] not in taken] + container.get("env", [])
     container["ports"] = [
         *container.get("ports", []),
@@ -146,6 +152,7 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
         {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
         tls.mount(),
         *(backup_member.mounts(spec.backup) if spec.backup else []),
+        *(backup_restore.mounts(spec.restore) if spec.restore else []),
     ]
     # The member's TLS key and certificate, made before PostgreSQL or Patroni starts (``tls``).
     pod["initContainers"] = [*pod.get("initContainers", []), tls.init_container(container)]
@@ -161,5 +168,6 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
         },
         tls.volume(),
         *(backup_member.volumes(spec.backup) if spec.backup else []),
+        *(backup_restore.volumes(spec.restore) if spec.restore else []),
     ]
     return template

@@ -181,6 +181,83 @@ def test_a_store_address_that_is_not_s3_over_https_is_refused_naming_the_field(
     assert f"spec.backup.objectStore.{field}" in error_message(response)
 
 
+MEMBERS = {**SPEC, "replication": {"members": 2}}
+RESTORE = {"source": {"name": "orders", "objectStore": BACKUP["objectStore"]}}
+
+
+def test_a_restore_into_single_copy_shards_is_refused_naming_the_field(kube: Kube, namespace: str) -> None:
+    response = kube.create(sharddb("alone", namespace, {**SPEC, "restore": RESTORE}))
+    assert response.status_code == 422, error_message(response)
+    assert "spec.restore needs spec.replication.members 2 or 3" in error_message(response)
+
+
+def test_a_restore_into_a_new_sharddb_with_members_is_accepted(kube: Kube, namespace: str) -> None:
+    response = kube.create(sharddb("again", namespace, {**MEMBERS, "restore": RESTORE}))
+    assert response.status_code == 201, error_message(response)
+    assert response.json()["spec"]["restore"]["source"]["objectStore"]["region"] == "us-east-1"
+
+
+def test_a_restore_asked_of_a_running_sharddb_is_refused_naming_the_field(kube: Kube, namespace: str) -> None:
+    assert kube.create(sharddb("running", namespace, MEMBERS)).status_code == 201
+    response = kube.merge_patch("ShardDB", "running", namespace, {"spec": {"restore": RESTORE}})
+    assert response.status_code == 422, error_message(response)
+    assert "spec.restore is read only when a ShardDB is created" in error_message(response)
+
+
+def test_a_restores_target_changed_later_is_refused(kube: Kube, namespace: str) -> None:
+    assert kube.create(sharddb("restored", namespace, {**MEMBERS, "restore": RESTORE})).status_code == 201
+    target = {"spec": {"restore": {"recoveryTarget": {"targetName": "later"}}}}
+    response = kube.merge_patch("ShardDB", "restored", namespace, target)
+    assert response.status_code == 422, error_message(response)
+    assert "spec.restore is read only when a ShardDB is created" in error_message(response)
+
+
+def test_shards_added_while_a_restore_is_set_are_refused_and_accepted_once_it_is_removed(
+    kube: Kube, namespace: str
+) -> None:
+    assert kube.create(sharddb("grown", namespace, {**MEMBERS, "restore": RESTORE})).status_code == 201
+    refused = kube.merge_patch("ShardDB", "grown", namespace, {"spec": {"shards": SPEC["shards"] + 1}})
+    assert refused.status_code == 422, error_message(refused)
+    assert "spec.shards may not change while spec.restore is set" in error_message(refused)
+    removed = kube.merge_patch("ShardDB", "grown", namespace, {"spec": {"restore": None}})
+    assert removed.status_code == 200, error_message(removed)
+    grown = kube.merge_patch("ShardDB", "grown", namespace, {"spec": {"shards": SPEC["shards"] + 1}})
+    assert grown.status_code == 200, error_message(grown)
+
+
+def test_a_restore_archiving_into_its_sources_own_folders_is_refused_naming_the_field(
+    kube: Kube, namespace: str
+) -> None:
+    """Same name, same path: the restored cluster's new timeline would land in the source's folders."""
+    source = {"name": "orders", "objectStore": {**BACKUP["objectStore"], "destinationPath": "s3://backups/orders/"}}
+    spec = {**MEMBERS, "backup": BACKUP, "restore": {"source": source}}
+    response = kube.create(sharddb("orders", namespace, spec))
+    assert response.status_code == 422, error_message(response)
+    assert "spec.backup.objectStore.destinationPath is where the restore's source" in error_message(response)
+
+
+def test_a_restore_under_another_name_may_archive_beside_its_source(kube: Kube, namespace: str) -> None:
+    response = kube.create(sharddb("orders-again", namespace, {**MEMBERS, "backup": BACKUP, "restore": RESTORE}))
+    assert response.status_code == 201, error_message(response)
+
+
+def test_a_restore_to_both_a_time_and_a_name_is_refused_naming_the_field(kube: Kube, namespace: str) -> None:
+    target = {"targetTime": "2026-12-07T05:00:00Z", "targetName": "before-migration"}
+    response = kube.create(sharddb("both", namespace, {**MEMBERS, "restore": {**RESTORE, "recoveryTarget": target}}))
+    assert response.status_code == 422, error_message(response)
+    assert "spec.restore.recoveryTarget: give targetTime or targetName, not both" in error_message(response)
+
+
+@pytest.mark.parametrize(("field", "value"), [("targetTime", "2026-12-07 05:00"), ("backupID", "latest")])
+def test_a_target_that_does_not_parse_is_refused_naming_the_field(
+    kube: Kube, namespace: str, field: str, value: str
+) -> None:
+    restore = {**RESTORE, "recoveryTarget": {field: value}}
+    response = kube.create(sharddb("odd", namespace, {**MEMBERS, "restore": restore}))
+    assert response.status_code == 422, error_message(response)
+    assert f"spec.restore.recoveryTarget.{field}" in error_message(response)
+
+
 @pytest.mark.parametrize("size", ["512Ki", "0", "-1Gi"])
 def test_a_wal_bound_under_one_mebibyte_is_refused_naming_the_field(kube: Kube, namespace: str, size: str) -> None:
     replication = {"members": 2, "maxSlotWalKeepSize": size}

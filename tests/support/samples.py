@@ -91,6 +91,23 @@ EVERY_FIELD: Obj = {
         "schedule": "30 2 * * 0",
         "retentionPolicy": "4w",
     },
+    "restore": {
+        "source": {
+            "name": "orders-old",
+            "objectStore": {
+                "destinationPath": "s3://archive/orders",
+                "endpointURL": "https://s3.elsewhere.example.com",
+                "endpointCA": {"name": "archive-ca", "key": "ca.crt"},
+                "region": "eu-west-3",
+                "s3Credentials": {
+                    "accessKeyId": {"name": "archive-s3", "key": "id"},
+                    "secretAccessKey": {"name": "archive-s3", "key": "secret"},
+                },
+            },
+        },
+        # A recovery stops at a name or at a time (targetTime), never both.
+        "recoveryTarget": {"targetName": "before-migration", "backupID": "20261207T040000"},
+    },
     "seedCommand": ["sh", "-c", "echo seeded"],
     "seedTimeoutSeconds": 600,
     "drainCommand": ["sh", "-c", "echo drained"],
