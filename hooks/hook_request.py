@@ -168,6 +168,8 @@ class ContainerStateWaiting(_Lean, frozen=True):
 class ContainerStateTerminated(_Lean, frozen=True):
     exit_code: Int32 = 0
     reason: str = ""
+    # What the container wrote to its termination log: a member's refused restore names the field there.
+    message: str = ""
 
 
 class ContainerState(_Lean, frozen=True):

@@ -93,6 +93,18 @@ def script(restore: Restore, backup: Backup | None, scope: str, shard: int, data
     return "\n".join(lines)
 
 
+def postgres_time(rfc3339: str) -> str:
+    """``targetTime`` as PostgreSQL's ``recovery_target_time`` takes it: its offset in digits.
+
+    The server checks that setting before it loads its time zone abbreviations, so ``Z`` is refused there
+    ("invalid value for parameter"), as the Patroni tier showed; ``+00:00`` is the same moment.
+    """
+    date, time = rfc3339[:10], rfc3339[11:]
+    if time[-1:] in ("Z", "z"):
+        time = time[:-1] + "+00:00"
+    return f"{date} {time}"
+
+
 def bootstrap(restore: Restore, backup: Backup | None, scope: str, shard: int, data_dir: str) -> Obj:
     """Patroni's ``bootstrap`` keys for a custom method: the script, and the recovery it starts PostgreSQL with."""
     target = restore.recovery_target
@@ -102,7 +114,7 @@ def bootstrap(restore: Restore, backup: Backup | None, scope: str, shard: int, d
         "recovery_target_timeline": "latest",
     }
     if target.target_time is not None:
-        recovery["recovery_target_time"] = target.target_time
+        recovery["recovery_target_time"] = postgres_time(target.target_time)
     if target.target_name is not None:
         recovery["recovery_target_name"] = target.target_name
     if target.target_time is not None or target.target_name is not None:

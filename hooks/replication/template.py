@@ -109,10 +109,9 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     """Today's shard pod template (``base``, from ``pods.db_template``) made a Patroni member of ``shard``.
 
     Patroni's REST API decides readiness (``readiness_path``) and liveness (``/liveness``: its loop
-    runs). The default drain is left out: it would end the
-    walsenders as client sessions, and Patroni's own shutdown on SIGTERM is the drain; a
-    ``drainCommand`` the user wrote runs inside the stop order (``stop``), which keeps a whole shard's
-    primary for last.
+    runs). The default drain is left out: it would end the walsenders as client sessions, and
+    Patroni's own shutdown on SIGTERM is the drain; a ``drainCommand`` the user wrote runs inside the
+    stop order (``stop``), which keeps a whole shard's primary for last.
     """
     template: Obj = json.loads(json.dumps(base))
     config = PatroniConfig(
@@ -134,11 +133,8 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
     pod["affinity"] = anti_affinity(parent, shard, spec.db.affinity)
     container = next(each for each in pod["containers"] if each["name"] == names.DB)
     taken = {var["name"] for var in container.get("env", [])}
-    ours = [
-        *patroni_env(spec.db.port),
-        *(backup_member.env(spec.backup) if spec.backup else []),
-        *(backup_restore.env(spec.restore) if spec.restore else []),
-    ]
+    store_env, store_mounts, store_volumes = _stores(spec)
+    ours = [*patroni_env(spec.db.port), *store_env]
     container["env"] = [var for var in ours if var["name"] not in taken] + container.get("env", [])
     container["ports"] = [
         *container.get("ports", []),
@@ -151,8 +147,7 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
         *container.get("volumeMounts", []),
         {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
         tls.mount(),
-        *(backup_member.mounts(spec.backup) if spec.backup else []),
-        *(backup_restore.mounts(spec.restore) if spec.restore else []),
+        *store_mounts,
     ]
     # The member's TLS key and certificate, made before PostgreSQL or Patroni starts (``tls``).
     pod["initContainers"] = [*pod.get("initContainers", []), tls.init_container(container)]
@@ -167,7 +162,20 @@ def member_template(parent: str, shard: int, spec: ShardDBSpec, plan: Plan, base
             },
         },
         tls.volume(),
-        *(backup_member.volumes(spec.backup) if spec.backup else []),
-        *(backup_restore.volumes(spec.restore) if spec.restore else []),
+        *store_volumes,
     ]
     return template
+
+
+def _stores(spec: ShardDBSpec) -> tuple[list[Obj], list[Obj], list[Obj]]:
+    """The env, mounts and volumes of the object stores a member reaches: its own archive's, and a restore's source."""
+    env, mounts, volumes = [], [], []
+    if spec.backup is not None:
+        env += backup_member.env(spec.backup)
+        mounts += backup_member.mounts(spec.backup)
+        volumes += backup_member.volumes(spec.backup)
+    if spec.restore is not None:
+        env += backup_restore.env(spec.restore)
+        mounts += backup_restore.mounts(spec.restore)
+        volumes += backup_restore.volumes(spec.restore)
+    return env, mounts, volumes

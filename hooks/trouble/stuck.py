@@ -111,5 +111,7 @@ def _container_problem(status: ContainerStatus) -> tuple[str, str]:
     if crashing:
         exited = f"container {status.name} exited {crashed.exit_code}" if crashed is not None else ""
         cause = f" ({crashed.reason})" if crashed is not None and crashed.reason not in ("", "Error") else ""
-        return "CrashLoopBackOff", exited + cause
+        # The container's own last word, when it wrote one (the same each crash, so the status holds still).
+        said = f": {crashed.message}" if crashed is not None and crashed.message.strip() else ""
+        return "CrashLoopBackOff", short(exited + cause + said)
     return "", ""

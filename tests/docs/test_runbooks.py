@@ -90,6 +90,18 @@ def cache_rolling(changed: dict[str, object], stuck: bool = False, **fields: obj
     return available(spec=shape, cache=replace(base, rollout=replace(base.rollout, updated=1)), **fields)
 
 
+RESTORE = {"source": {"name": "orders", "objectStore": STORE}}
+# A member whose restore found its own archive folder used: it says so in its termination message.
+REFUSED = StuckPod(
+    "demo-db-2",
+    "db",
+    "CrashLoopBackOff",
+    "container db exited 1: spec.backup.objectStore.destinationPath: s3://backups/orders/demo-db-2 already holds WAL",
+    2,
+    T0,
+)
+
+
 # Each runbook's rows, in the order the page shows them.
 SITUATIONS: dict[str, list[Snapshot]] = {
     "shard-pod-waits.md": [
@@ -165,6 +177,10 @@ SITUATIONS: dict[str, list[Snapshot]] = {
     "storage-immutable.md": [available(spec=spec(storage={"size": "2Gi"}))],
     "base-backup-failed.md": [
         available(spec=spec(backup={"objectStore": STORE}), base_backups=BaseBackups(T0, None, running=False))
+    ],
+    "restore-from-backup.md": [
+        snapshot(spec=spec(restore=RESTORE), statefulset=sts(ready=2), now=WITHIN_GRACE),
+        snapshot(spec=spec(restore=RESTORE), statefulset=sts(ready=2), stuck_pods=(REFUSED,), now=WITHIN_GRACE),
     ],
 }
 

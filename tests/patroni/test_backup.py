@@ -1,14 +1,14 @@
 """barman-cloud, the backup engine in the member image, against a real S3 server over TLS, as ``spec.backup`` has the
 hooks configure it: a shard's WAL archived by the rendered ``archive_command`` as Patroni runs PostgreSQL, a base
 backup taken on its standby by the base backups' Job as rendered (``backup/cronjob.py``: its script, in the member
-image, logged in over TLS), and a new shard bootstrapped by Patroni from them to a moment before a ``DROP TABLE``.
+image, logged in over TLS), and a new shard bootstrapped by Patroni from them to a moment before a ``DROP TABLE`` by
+the bootstrap ``spec.restore`` renders (``backup/restore.py``); one that would archive over its source is refused.
 
 The object store is versitygw (``testbed/real/objectstore.py``) on the host's loopback, which the members share.
 The member's configuration is ``PatroniConfig`` with the backup section; its environment is ``backup.member.env``
 with each Secret reference resolved as the kubelet resolves it, and the CA is mounted where the rendered volume
 puts it. The Job's container shares the host's network too, with the shard's ``-standby`` and ``-primary`` Service
-names resolving to the members' addresses, as cluster DNS resolves them. The restore's bootstrap is written here
-from ``backup.commands``: the hooks do not render a restore yet.
+names resolving to the members' addresses, as cluster DNS resolves them.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pytest
 from hooks import render
 from hooks.backup import commands
 from hooks.backup import member as backup_member
+from hooks.backup import restore as backup_restore
 from hooks.backup.spec import Backup
 from hooks.replication import config as patroni_config
 from hooks.spec import ShardDBSpec
@@ -61,10 +62,24 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
         yield running
 
 
-def spec_of(store: ObjectStore, prefix: str) -> ShardDBSpec:
-    """A ShardDB that backs up to the store, its access key and CA in the user's Secrets, the superuser's password
-    in another, as ``spec.db.env`` hands it to Patroni."""
+def object_store(store: ObjectStore, prefix: str) -> Obj:
+    """The store under ``prefix``, its access key and CA in the user's Secrets."""
     secret, key_id, secret_key = CREDENTIALS
+    return {
+        "destinationPath": f"s3://{BUCKET}/{prefix}",
+        "endpointURL": store.endpoint,
+        "endpointCA": {"name": CA_SECRET[0], "key": CA_SECRET[1]},
+        "region": store.region,
+        "s3Credentials": {
+            "accessKeyId": {"name": secret, "key": key_id},
+            "secretAccessKey": {"name": secret, "key": secret_key},
+        },
+    }
+
+
+def spec_of(store: ObjectStore, prefix: str, restore: Obj | None = None) -> ShardDBSpec:
+    """A ShardDB that backs up to the store (under ``prefix``), the superuser's password in another Secret, as
+    ``spec.db.env`` hands it to Patroni; ``restore`` as ``spec.restore``."""
     password = {"secretKeyRef": {"name": SUPERUSER_SECRET[0], "key": SUPERUSER_SECRET[1]}}
     return ShardDBSpec.model_validate(
         {
@@ -74,19 +89,11 @@ def spec_of(store: ObjectStore, prefix: str) -> ShardDBSpec:
             "replication": {"members": 2},
             "db": {"env": [{"name": "PATRONI_SUPERUSER_PASSWORD", "valueFrom": password}]},
             "backup": {
-                "objectStore": {
-                    "destinationPath": f"s3://{BUCKET}/{prefix}",
-                    "endpointURL": store.endpoint,
-                    "endpointCA": {"name": CA_SECRET[0], "key": CA_SECRET[1]},
-                    "region": store.region,
-                    "s3Credentials": {
-                        "accessKeyId": {"name": secret, "key": key_id},
-                        "secretAccessKey": {"name": secret, "key": secret_key},
-                    },
-                },
+                "objectStore": object_store(store, prefix),
                 "archiveTimeoutSeconds": 10,
                 "retentionPolicy": "7d",
             },
+            **({"restore": restore} if restore is not None else {}),
         }
     )
 
@@ -113,28 +120,39 @@ def resolved(env: list[Obj], store: ObjectStore) -> dict[str, str]:
     return out
 
 
-def resolved_env(backup: Backup, store: ObjectStore) -> dict[str, str]:
-    """The member's rendered backup environment, resolved."""
-    return resolved(backup_member.env(backup), store)
+def resolved_env(spec: ShardDBSpec, store: ObjectStore) -> dict[str, str]:
+    """The member's rendered backup (and restore) environment, resolved."""
+    assert spec.backup is not None
+    restoring = backup_restore.env(spec.restore) if spec.restore is not None else []
+    return resolved([*backup_member.env(spec.backup), *restoring], store)
 
 
-def ca_volume(store: ObjectStore, folder: Path, backup: Backup) -> dict[Path, str]:
-    """The rendered CA volume: the Secret's key as ``ca.crt``, mounted where the rendered mount says."""
-    (volume,) = backup_member.volumes(backup)
-    (item,) = volume["secret"]["items"]
-    assert (volume["secret"]["secretName"], item["key"]) == CA_SECRET
-    folder.mkdir(exist_ok=True)
-    folder.chmod(0o755)
-    (folder / item["path"]).write_bytes(store.ca_bundle.read_bytes())
-    (folder / item["path"]).chmod(0o644)
-    (mount,) = backup_member.mounts(backup)
-    return {folder: mount["mountPath"]}
+def ca_volumes(store: ObjectStore, folder: Path, spec: ShardDBSpec) -> dict[Path, str]:
+    """The rendered CA volumes (the store's, and the restore source's): each Secret's key as ``ca.crt``, mounted
+    where the rendered mount says."""
+    assert spec.backup is not None
+    rendered = [(backup_member.volumes(spec.backup), backup_member.mounts(spec.backup))]
+    if spec.restore is not None:
+        rendered.append((backup_restore.volumes(spec.restore), backup_restore.mounts(spec.restore)))
+    out: dict[Path, str] = {}
+    for (volume,), (mount,) in rendered:
+        (item,) = volume["secret"]["items"]
+        assert (volume["secret"]["secretName"], item["key"]) == CA_SECRET
+        held = folder / volume["name"]
+        held.mkdir(exist_ok=True, parents=True)
+        held.chmod(0o755)
+        (held / item["path"]).write_bytes(store.ca_bundle.read_bytes())
+        (held / item["path"]).chmod(0o644)
+        out[held] = mount["mountPath"]
+    return out
 
 
-def rendered_config(shard: Shard, backup: Backup, name: str, change: Obj | None = None) -> Path:
-    """``PatroniConfig`` with the backup section, as the member template carries it; ``change`` merged into its
-    top-level sections."""
-    config = patroni_config.PatroniConfig(shard.parent, 0, DB_PORT, "/var/lib/postgresql/data", True, backup=backup)
+def rendered_config(shard: Shard, spec: ShardDBSpec, name: str, change: Obj | None = None) -> Path:
+    """``PatroniConfig`` with the backup (and restore) sections, as the member template carries it; ``change``
+    merged into its top-level sections."""
+    config = patroni_config.PatroniConfig(
+        shard.parent, 0, DB_PORT, "/var/lib/postgresql/data", True, backup=spec.backup, restore=spec.restore
+    )
     data = config.as_dict()
     for section, values in (change or {}).items():
         data[section] = {**data.get(section, {}), **values}
@@ -144,26 +162,20 @@ def rendered_config(shard: Shard, backup: Backup, name: str, change: Obj | None 
     return path
 
 
-def restoring(shard: Shard, backup: Backup, source: Backup, scope: str, target: str) -> Path:
-    """A new shard bootstrapped by Patroni's custom method: the latest base backup of ``scope`` in ``source``'s store,
-    then its archived WAL replayed to ``target``, then promoted; it archives to ``backup``'s path, a path of its own."""
-    store = source.object_store
-    restore = {
-        "command": commands.line(commands.restore(store, scope, "latest", DATA)),
-        "no_params": True,
-        "recovery_conf": {
-            "restore_command": commands.line(commands.wal_restore(store, scope)),
-            "recovery_target_time": target,
-            "recovery_target_action": "promote",
-            "recovery_target_timeline": "latest",
-        },
-    }
-    bootstrap = {**patroni_config.PatroniConfig(shard.parent, 0, DB_PORT, "", True).as_dict()["bootstrap"]}
-    bootstrap.update(method="restore", restore=restore)
-    # While a custom bootstrap recovers, Patroni trusts only the socket and the member's own address, from which a
-    # pod's Patroni connects; here every client's source is the host's loopback address, so Patroni takes the socket.
-    postgresql = {"use_unix_socket": True}
-    return rendered_config(shard, backup, "restoring.json", {"bootstrap": bootstrap, "postgresql": postgresql})
+def restored_spec(store: ObjectStore, prefix: str, source: Shard, target: str) -> ShardDBSpec:
+    """A ShardDB archiving under ``prefix`` and restored from ``source``'s backups to ``target``."""
+    origin = {"name": source.parent, "objectStore": object_store(store, source.namespace)}
+    return spec_of(store, prefix, {"source": origin, "recoveryTarget": {"targetTime": target}})
+
+
+def restoring(shard: Shard, spec: ShardDBSpec) -> Path:
+    """The configuration ``spec.restore`` renders: Patroni's custom bootstrap from the source's latest base backup
+    before the target, its archived WAL replayed to the target, then promoted.
+
+    While a custom bootstrap recovers, Patroni trusts only the socket and the member's own address, from which a
+    pod's Patroni connects; here every client's source is the host's loopback address, so Patroni takes the socket.
+    """
+    return rendered_config(shard, spec, f"restoring-{shard.namespace}.json", {"postgresql": {"use_unix_socket": True}})
 
 
 def leading(shard: Shard, member: Member) -> None:
@@ -211,6 +223,10 @@ class Restored:
     backups: str  # the engine's list of base backups
     count: str  # rows of the table in the restored shard
     late: str  # rows committed after the target, in the restored shard
+    source_wal: frozenset[str]  # the source's archive once it was gone
+    source_wal_after: frozenset[str]  # the same after the restore and the refused one
+    own_wal: frozenset[str]  # the restored shard's own archive
+    clash_leader: str | None  # who leads the refused restore's shard
 
 
 @pytest.fixture(scope="module")
@@ -225,10 +241,10 @@ def restored(
     _ = images
     spec = spec_of(store, shard.namespace)
     backup = backup_of(store, shard.namespace)
-    env = resolved_env(backup, store)
+    env = resolved_env(spec, store)
     ca = tmp_path_factory.mktemp("store-ca")
-    mounts = ca_volume(store, ca, backup)
-    config = rendered_config(shard, backup, "archiving.json")
+    mounts = ca_volumes(store, ca, spec)
+    config = rendered_config(shard, spec, "archiving.json")
     primary = start_member(shard, 0, env, config, mounts)
     members = [primary]
     try:
@@ -238,9 +254,13 @@ def restored(
         streaming(primary, standby)
         primary.sql("CREATE TABLE orders (id int PRIMARY KEY)")
         primary.sql(f"INSERT INTO orders SELECT generate_series(1, {ROWS // 2})")
-        job_log = run_backup_job(shard, spec, store, {"standby": standby, "primary": primary}, ca)
+        by_role = {"standby": standby, "primary": primary}
+        job_log = run_backup_job(shard, spec, store, by_role, ca / backup_member.CA_VOLUME)
         primary.sql(f"INSERT INTO orders SELECT generate_series({ROWS // 2 + 1}, {ROWS})")
-        target = primary.sql("SELECT pg_catalog.clock_timestamp()")
+        # RFC 3339, as spec.restore.recoveryTarget.targetTime takes it.
+        target = primary.sql(
+            "SELECT to_char(pg_catalog.clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+        )
         time.sleep(1)
         primary.sql(f"INSERT INTO orders SELECT generate_series({ROWS + 1}, {ROWS + LATE_ROWS})")
         time.sleep(1)
@@ -253,13 +273,31 @@ def restored(
         )
         dropped = primary.sql("SELECT to_regclass('orders') IS NULL") == "t"
         backups = podman("exec", primary.container, *commands.backup_list(backup.object_store, shard.scope))
+        for each in members:  # the source is gone: only its store remains
+            each.remove()
+        source_wal = wal_objects(store, shard.namespace, shard.scope)
 
         kind = next(kind for kind, image in IMAGES.items() if image == shard.image)
         again = new_shard(kind, kube, control_plane, tmp_path_factory.mktemp(f"restored-{kind}"))
-        config = restoring(again, backup_of(store, again.namespace), backup, shard.scope, target)
-        copy = start_member(again, 0, env, config, mounts)
+        asked = restored_spec(store, again.namespace, shard, target)
+        copy_mounts = ca_volumes(store, tmp_path_factory.mktemp("restored-ca"), asked)
+        copy = start_member(again, 0, resolved_env(asked, store), restoring(again, asked), copy_mounts)
         members.append(copy)
         leading(again, copy)
+        last = copy.sql("SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())")
+        wait_for(
+            f"{last} archived",
+            lambda: copy.sql("SELECT last_archived_wal FROM pg_catalog.pg_stat_archiver") >= last,
+            [copy],
+        )
+
+        # A restore whose own archive is the source's: same name, same path (the CRD refuses it; each member too).
+        clash = new_shard(kind, kube, control_plane, tmp_path_factory.mktemp(f"clash-{kind}"))
+        over = spec_of(store, shard.namespace, asked.model_dump(by_alias=True, mode="json")["restore"])
+        refused = start_member(clash, 0, resolved_env(over, store), restoring(clash, over), copy_mounts)
+        members.append(refused)
+        said = backup_restore.refusal(backup, shard.scope)
+        wait_for("the clashing restore refused", lambda: said in refused.logs(200), [refused])
         yield Restored(
             target,
             dropped,
@@ -267,10 +305,20 @@ def restored(
             backups,
             copy.sql("SELECT count(*) FROM orders"),
             copy.sql(f"SELECT count(*) FROM orders WHERE id > {ROWS}"),
+            source_wal,
+            wal_objects(store, shard.namespace, shard.scope),
+            wal_objects(store, again.namespace, again.scope),
+            clash.holder("leader"),
         )
     finally:
         for each in members:
             each.remove()
+
+
+def wal_objects(store: ObjectStore, prefix: str, scope: str) -> frozenset[str]:
+    """The WAL files (and timeline histories) a shard's folder holds, by name."""
+    listed = store.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{prefix}/{scope}/wals/")
+    return frozenset(item["Key"].rsplit("/", 1)[-1] for item in listed.get("Contents", []))
 
 
 def test_the_source_shard_lost_its_table(restored: Restored) -> None:
@@ -298,3 +346,16 @@ def test_a_shard_restored_to_a_moment_before_the_drop_has_every_row_committed_be
 
 def test_a_shard_restored_to_a_moment_has_no_row_committed_after_it(restored: Restored) -> None:
     assert restored.late == "0"
+
+
+def test_the_restored_shard_archives_its_new_timeline_to_its_own_folder(restored: Restored) -> None:
+    assert "00000002.history" in restored.own_wal, sorted(restored.own_wal)
+
+
+def test_neither_restore_wrote_into_the_sources_archive(restored: Restored) -> None:
+    assert restored.source_wal_after == restored.source_wal
+    assert not any(name.startswith("00000002") for name in restored.source_wal_after)
+
+
+def test_a_restore_whose_own_archive_holds_wal_refuses_to_start_naming_the_field(restored: Restored) -> None:
+    assert restored.clash_leader is None

@@ -74,6 +74,20 @@ def test_a_crash_looping_shard_reports_its_exit_code_not_the_back_off_timer(hook
     assert step(world, hook)["status"] == first["status"]
 
 
+def test_a_crash_looping_container_that_said_why_is_named_with_its_termination_message(hook: Hook) -> None:
+    """A member whose restore refused its archive path writes the field to its termination log; the kubelet keeps
+    it on the crash, and the status carries it, the same on every crash."""
+    world = available_world(hook)
+    world.fail_pod("shop-db-2", "CrashLoopBackOff")
+    said = "spec.backup.objectStore.destinationPath: s3://b/shop-db-2 already holds WAL"
+    world.pods["shop-db-2"]["status"]["containerStatuses"][0]["lastState"]["terminated"]["message"] = said
+    first = step(world, hook)
+    assert f"shop-db-2: CrashLoopBackOff (container db exited 1: {said}" in degraded(first)["message"]
+    world.fail_pod("shop-db-2", "crashed, running again, not ready")
+    world.pods["shop-db-2"]["status"]["containerStatuses"][0]["lastState"]["terminated"]["message"] = said
+    assert step(world, hook)["status"] == first["status"]
+
+
 def test_a_missing_secret_is_named_from_the_kubelet_message(hook: Hook) -> None:
     world = available_world(hook)
     world.fail_pod("shop-db-0", "CreateContainerConfigError")

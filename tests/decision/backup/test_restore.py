@@ -99,8 +99,22 @@ def test_a_target_time_lets_the_engine_pick_the_newest_base_backup_taken_before_
     assert args[-2] == commands.AUTO
     assert args[args.index("--target-time") + 1] == "2026-12-07T05:00:00Z"
     recovery = bootstrap(the_spec)["restore"]["recovery_conf"]
-    assert recovery["recovery_target_time"] == "2026-12-07T05:00:00Z"
+    assert recovery["recovery_target_time"] == "2026-12-07 05:00:00+00:00"
     assert recovery["recovery_target_action"] == "promote"
+
+
+@pytest.mark.parametrize(
+    ("asked", "told"),
+    [
+        ("2026-12-07T05:00:00Z", "2026-12-07 05:00:00+00:00"),
+        ("2026-12-07t05:00:00.123456z", "2026-12-07 05:00:00.123456+00:00"),
+        ("2026-12-07 07:00:00+02:00", "2026-12-07 07:00:00+02:00"),
+    ],
+)
+def test_postgresql_is_told_the_target_time_with_a_numeric_offset_which_it_reads_before_its_zone_names(
+    asked: str, told: str
+) -> None:
+    assert restore.postgres_time(asked) == told
 
 
 def test_a_named_restore_point_is_reached_from_the_newest_base_backup() -> None:
