@@ -8,7 +8,6 @@ import subprocess
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from hooks import pod_templates, template_choice
 from hooks.backup import commands, member, restore
@@ -129,11 +128,6 @@ def test_a_base_backup_named_by_its_id_is_the_one_restored() -> None:
     the_spec = spec({"targetName": "before-migration", "backupID": "20261207T040000"})
     assert restore_line(the_spec)[-2] == "20261207T040000"
     assert "--target-time" not in restore_line(the_spec)
-
-
-def test_two_targets_are_refused_naming_the_field() -> None:
-    with pytest.raises(ValidationError, match=r"spec\.restore\.recoveryTarget: give targetTime or targetName"):
-        spec({"targetTime": "2026-12-07T05:00:00Z", "targetName": "x"})
 
 
 def test_the_source_wal_is_fetched_with_the_source_stores_credentials_not_the_members_own() -> None:
