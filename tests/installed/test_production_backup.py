@@ -6,8 +6,11 @@ of its own; the example is applied as written but for its endpoint and the tier'
 two Secrets its header asks for made by its own commands. A table is written on the primary, the segment closed,
 and the archived segment read back from the bucket; the standby, fed by streaming, archives nothing. Then the first
 base backup, as the header says to take it: a Job made from the base backups' CronJob, which has the standby take it.
-Last, a scheduled run that fails: the schedule set to every minute (no member restarts for it) after the superuser's
+Then a scheduled run that fails: the schedule set to every minute (no member restarts for it) after the superuser's
 password changed in its Secret alone; the ShardDB is Degraded, naming the run and the command that says why.
+Last, ``examples/sharddb-restore.yaml`` as written (its endpoints set to the store): a new ShardDB restored from the
+first one's base backup and archive, holding the rows written after that backup, never seeded, archiving its new
+timeline to a folder of its own.
 """
 
 from __future__ import annotations
@@ -88,8 +91,8 @@ def psql(install: Install, pod: str, statement: str) -> str:
     return install.kubectl(*command, "-XAtc", statement).strip()
 
 
-def member(install: Install, role: str) -> str:
-    selector = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=db,{names.ROLE_LABEL}={role}"
+def member(install: Install, role: str, name: str = NAME) -> str:
+    selector = f"app.kubernetes.io/instance={name},app.kubernetes.io/component=db,{names.ROLE_LABEL}={role}"
     (pod,) = [str(pod["metadata"]["name"]) for pod in install.pods(NAMESPACE, selector)]
     return pod
 
@@ -278,3 +281,102 @@ def test_the_status_keeps_when_the_last_base_backup_succeeded(failed_run: Failed
 
 def test_a_new_schedule_restarts_no_member(failed_run: Failed) -> None:
     assert failed_run.members_after == failed_run.members_before
+
+
+# --- a restore into a new ShardDB, from the example -----------------------------------------------------------
+
+RESTORED = "restored"
+RESTORE_EXAMPLE = EXAMPLES / "sharddb-restore.yaml"
+ROWS = 1000  # the table the first ShardDB wrote before its base backup
+LATE_ROWS = 500  # written after it, reached only through the archive
+
+
+@dataclass(frozen=True)
+class Restored:
+    """The restored ShardDB once Available, and what its shard holds."""
+
+    rows: str  # rows of the table in the restored shard's primary
+    standby_rows: str  # the same on its standby, cloned from the new primary
+    seed_jobs: list[str]  # the restored ShardDB's seed Jobs
+    timeline: int  # the restored primary's timeline
+    source_timeline: int  # the source primary's
+    own_histories: list[str]  # timeline histories in the restored shard's own archive folder
+
+
+def timeline(install: Install, pod: str) -> int:
+    return int(psql(install, pod, "SELECT timeline_id FROM pg_catalog.pg_control_checkpoint()"))
+
+
+def restore_applied(store: ObjectStore) -> list[Obj]:
+    """The restore example as a user applies it: both stores' endpoints set to this one."""
+    docs = example(RESTORED, NAMESPACE, RESTORE_EXAMPLE)
+    spec = docs[-1]["spec"]
+    source = spec["restore"]["source"]
+    assert (source["name"], source["objectStore"]["destinationPath"]) == (NAME, f"s3://{BUCKET}/{NAME}"), source
+    assert spec["backup"]["objectStore"]["destinationPath"] == f"s3://{BUCKET}/{RESTORED}", spec["backup"]
+    for each in (source["objectStore"], spec["backup"]["objectStore"]):
+        each["endpointURL"] = store.endpoint
+    return docs
+
+
+@pytest.fixture(scope="module")
+def restored(install: Install, store: ObjectStore, backed_up: BackedUp) -> Iterator[Restored]:
+    assert backed_up.succeeded, backed_up.log
+    primary = member(install, names.LEADER_LABEL_VALUE)
+    assert psql(install, primary, "SELECT count(*) FROM archived") == str(ROWS)
+    psql(install, primary, f"INSERT INTO archived SELECT generate_series({ROWS + 1}, {ROWS + LATE_ROWS})")
+    segment = psql(install, primary, "SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())")
+    wait_until(
+        f"{segment} archived by {primary}",
+        lambda: (
+            psql(install, primary, "SELECT coalesce(last_archived_wal, '') FROM pg_catalog.pg_stat_archiver") >= segment
+        ),
+        120,
+        every=1,
+    )
+    install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(restore_applied(store)))
+    try:
+        wait_until(f"{RESTORED} Available", lambda: install.available(NAMESPACE, RESTORED), 900, every=2)
+        leader = member(install, names.LEADER_LABEL_VALUE, RESTORED)
+        standby = member(install, names.FOLLOWER_LABEL_VALUE, RESTORED)
+        psql(install, leader, "SELECT pg_catalog.pg_switch_wal()")  # its new timeline's first segment, archived
+        seeds = install.pods(NAMESPACE, f"{names.INSTANCE_LABEL}={RESTORED},{names.COMPONENT_LABEL}={names.SEED}")
+        listing = store.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{RESTORED}/{RESTORED}-db-0/wals/")
+        histories = [item["Key"] for item in listing.get("Contents", []) if ".history" in item["Key"]]
+        yield Restored(
+            psql(install, leader, "SELECT count(*) FROM archived"),
+            wait_until(
+                f"{standby} holds the rows",
+                lambda: (
+                    (found := psql(install, standby, "SELECT count(*) FROM archived")) == str(ROWS + LATE_ROWS)
+                    and found
+                ),
+                120,
+                every=1,
+            ),
+            [pod["metadata"]["name"] for pod in seeds],
+            timeline(install, leader),
+            timeline(install, primary),
+            histories,
+        )
+    finally:
+        install.kubectl("delete", "sharddb", "-n", NAMESPACE, RESTORED, "--ignore-not-found", "--wait", "--timeout=5m")
+
+
+def test_the_restored_sharddb_holds_the_rows_written_after_the_base_backup_through_the_archive(
+    restored: Restored,
+) -> None:
+    assert restored.rows == str(ROWS + LATE_ROWS)
+
+
+def test_the_restored_sharddbs_standby_clones_the_restored_data(restored: Restored) -> None:
+    assert restored.standby_rows == str(ROWS + LATE_ROWS)
+
+
+def test_the_restored_sharddb_is_never_seeded(restored: Restored) -> None:
+    assert restored.seed_jobs == []
+
+
+def test_the_restored_primary_runs_a_timeline_of_its_own_archived_in_its_own_folder(restored: Restored) -> None:
+    assert restored.timeline > restored.source_timeline
+    assert any(f"{restored.timeline:08X}.history" in key for key in restored.own_histories), restored.own_histories
