@@ -44,6 +44,19 @@ def _pod(**own: Any) -> Obj:
     return {**own, "podMetadata": metadata, "priorityClassName": "high", **core}
 
 
+# Another store than a ShardDB's own, elsewhere, with other credentials and a CA of its own: a restore's source.
+ARCHIVE_STORE: Obj = {
+    "destinationPath": "s3://archive/prod",
+    "endpointURL": "https://s3.elsewhere.example.com",
+    "endpointCA": {"name": "archive-ca", "key": "ca.crt"},
+    "region": "eu-west-3",
+    "s3Credentials": {
+        "accessKeyId": {"name": "archive-s3", "key": "id"},
+        "secretAccessKey": {"name": "archive-s3", "key": "secret"},
+    },
+}
+
+
 # Every field of the spec, none at its default, the core/v1 ones down to their last leaf.
 EVERY_FIELD: Obj = {
     "shards": 5,
@@ -92,19 +105,7 @@ EVERY_FIELD: Obj = {
         "retentionPolicy": "4w",
     },
     "restore": {
-        "source": {
-            "name": "orders-old",
-            "objectStore": {
-                "destinationPath": "s3://archive/orders",
-                "endpointURL": "https://s3.elsewhere.example.com",
-                "endpointCA": {"name": "archive-ca", "key": "ca.crt"},
-                "region": "eu-west-3",
-                "s3Credentials": {
-                    "accessKeyId": {"name": "archive-s3", "key": "id"},
-                    "secretAccessKey": {"name": "archive-s3", "key": "secret"},
-                },
-            },
-        },
+        "source": {"name": "orders-old", "objectStore": ARCHIVE_STORE},
         # A recovery stops at a name or at a time (targetTime), never both.
         "recoveryTarget": {"targetName": "before-migration", "backupID": "20261207T040000"},
     },

@@ -18,20 +18,11 @@ from hooks.spec import ShardDBSpec
 
 from ...support.backups import STORE
 from ...support.replication import BASE, answer, applied, child, healthy, parent, primary_slice, request, sync_record
+from ...support.samples import ARCHIVE_STORE
 
 Obj = dict[str, Any]
 PLAN = Plan(members=2, synchronous=True)
-# Another store, elsewhere, with other credentials and a CA of its own.
-SOURCE_STORE = {
-    "destinationPath": "s3://archive/prod",
-    "endpointURL": "https://s3.elsewhere.example.com",
-    "endpointCA": {"name": "archive-ca", "key": "ca.crt"},
-    "region": "eu-west-3",
-    "s3Credentials": {
-        "accessKeyId": {"name": "archive-s3", "key": "id"},
-        "secretAccessKey": {"name": "archive-s3", "key": "secret"},
-    },
-}
+SOURCE_STORE = ARCHIVE_STORE
 SOURCE = {"name": "orders", "objectStore": SOURCE_STORE}
 
 
