@@ -39,6 +39,12 @@ def test_the_bare_clone_check_follows_the_fast_phase_outside_it_so_the_data_tier
     assert "bare-clone" not in (*data.needs, *data.after)
 
 
+def test_the_data_tier_waits_for_the_fast_phases_core_and_the_nodes_builds_only() -> None:
+    data = next(p for p in suite.PHASES if p.name == "data")
+    assert data.after == ("fast",)
+    assert set(data.needs) == set(suite.NODE)
+
+
 def test_the_end_to_end_tier_is_split_into_files_that_cover_it_once() -> None:
     files = sorted(p.name for p in (ROOT / "tests" / "e2e").glob("test_*.py"))
     own = [Path(f).name for f in suite.OWN_STACKS]
