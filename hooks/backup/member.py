@@ -5,12 +5,18 @@ member promoted after a failover archives its new timeline from where it starts)
 is archived after ``archiveTimeoutSeconds``. Every member may fetch from the archive what its primary
 no longer holds (``restore_command``), as a standby that was away long does.
 
+A restored shard's cluster archives only to a folder no cluster has used: before it restores, a member
+checks its folder holds no WAL (``unused_archive``), and stops the bootstrap if it does, naming the field
+in its log and its termination message, which the status shows. A shard made by initdb is not checked yet:
+Patroni offers no step before initdb, and one after it could meet the cluster's own first segment.
+
 The access key comes from the user's Secret by reference (the hooks never read it), the CA from another
 as a read-only volume; ``spec.db.env`` entries of the same names win, as they do for Patroni's.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from . import commands
@@ -25,6 +31,8 @@ CA_ENV = "AWS_CA_BUNDLE"
 CA_VOLUME = "backup-ca"
 CA_DIR = "/etc/sharddb/backup-ca"
 CA_FILE = "ca.crt"
+# The kubelet reads a stopped container's reason from here (``terminationMessagePath``'s default).
+TERMINATION_LOG = "/dev/termination-log"
 # World-readable: a CA certificate is public, and a pod whose user's securityContext sets no fsGroup
 # (the files are then root's) must still read it.
 CA_MODE = 0o444
@@ -73,3 +81,26 @@ def volumes(backup: Backup) -> list[Obj]:
 
 def mounts(backup: Backup) -> list[Obj]:
     return [{"name": CA_VOLUME, "mountPath": CA_DIR, "readOnly": True}] if backup.object_store.endpoint_ca else []
+
+
+def refusal(backup: Backup, scope: str) -> str:
+    """What a member says when its own archive folder is not empty; it names the field to change."""
+    path = f"{commands.source(backup.object_store)}/{scope}"
+    return (
+        f"spec.backup.objectStore.destinationPath: {path} already holds WAL (or could not be read, above): "
+        "a new cluster archives only to a path no cluster has used; give the ShardDB a prefix of its own"
+    )
+
+
+def unused_archive(backup: Backup, scope: str) -> list[str]:
+    """Shell lines that stop (exit 1) unless the shard's own archive folder holds no WAL, saying why where the
+    status reads it."""
+    said = shlex.quote(refusal(backup, scope))
+    check = commands.line(commands.check_wal_archive(backup.object_store, scope))
+    return [
+        f"if ! {check}; then",
+        f"  echo {said} >&2",
+        f"  echo {said} > {TERMINATION_LOG} 2>/dev/null || true",
+        "  exit 1",
+        "fi",
+    ]

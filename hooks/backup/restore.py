@@ -6,9 +6,9 @@ archived WAL to the target and promotes, on a new timeline. Patroni then sets th
 passwords, and the standbys clone from the new primary as usual. Patroni reads the bootstrap section only
 when a shard's cluster is first made, so a shard that already runs never restores again.
 
-Before it restores, a member checks that its own archive folder (``spec.backup``) holds no WAL yet:
-a restored cluster archives on its own path, never over another cluster's history. The refusal names
-the field in the member's log and in its termination message, which the status shows.
+Before it restores, a member checks that its own archive folder (``spec.backup``) holds no WAL yet
+(``member.unused_archive``): a restored cluster archives on its own path, never over another cluster's
+history.
 
 The source store may live elsewhere, with other credentials: they reach the engine under names of their
 own (``RESTORE_*``) and become boto3's only for the restore's commands, so the member's own archiving
@@ -30,8 +30,6 @@ METHOD = "restore"
 PREFIX = "RESTORE_"
 CA_VOLUME = "restore-ca"
 CA_DIR = "/etc/sharddb/restore-ca"
-# The kubelet reads a stopped container's reason from here (``terminationMessagePath``'s default).
-TERMINATION_LOG = "/dev/termination-log"
 LATEST = "latest"
 # boto3's names, each taken from the source's for the restore's commands alone.
 BOTO_NAMES = (member.ACCESS_KEY_ENV, member.SECRET_KEY_ENV, member.REGION_ENV)
@@ -64,28 +62,9 @@ def restore_command(restore: Restore, shard: int) -> str:
     return as_source(restore, commands.wal_restore(restore.source.object_store, server(restore, shard)))
 
 
-def refusal(backup: Backup, scope: str) -> str:
-    """What a member says when its own archive folder is not empty; it names the field to change."""
-    path = f"{commands.source(backup.object_store)}/{scope}"
-    return (
-        f"spec.backup.objectStore.destinationPath: {path} already holds WAL (or could not be read, above): "
-        "a restored ShardDB archives only to a path no cluster has used; give it a prefix of its own"
-    )
-
-
 def script(restore: Restore, backup: Backup | None, scope: str, shard: int, data_dir: str) -> str:
     """The bootstrap: check the own archive folder is unused, then restore the base backup into ``data_dir``."""
-    lines = ["set -eu"]
-    if backup is not None:
-        said = shlex.quote(refusal(backup, scope))
-        check = commands.line(commands.check_wal_archive(backup.object_store, scope))
-        lines += [
-            f"if ! {check}; then",
-            f"  echo {said} >&2",
-            f"  echo {said} > {TERMINATION_LOG} 2>/dev/null || true",
-            "  exit 1",
-            "fi",
-        ]
+    lines = ["set -eu", *(member.unused_archive(backup, scope) if backup is not None else [])]
     chosen = backup_id(restore)
     time = restore.recovery_target.target_time if chosen == commands.AUTO else None
     args = commands.restore(restore.source.object_store, server(restore, shard), chosen, data_dir, time)

@@ -296,7 +296,7 @@ def restored(
         over = spec_of(store, shard.namespace, asked.model_dump(by_alias=True, mode="json")["restore"])
         refused = start_member(clash, 0, resolved_env(over, store), restoring(clash, over), copy_mounts)
         members.append(refused)
-        said = backup_restore.refusal(backup, shard.scope)
+        said = backup_member.refusal(backup, shard.scope)
         wait_for("the clashing restore refused", lambda: said in refused.logs(200), [refused])
         yield Restored(
             target,

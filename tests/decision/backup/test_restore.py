@@ -165,7 +165,7 @@ def test_a_member_refuses_to_restore_when_its_own_archive_folder_holds_wal_namin
     assert commands.CHECK_WAL_ARCHIVE in text
     assert text.index(commands.CHECK_WAL_ARCHIVE) < text.index(commands.RESTORE)
     assert "spec.backup.objectStore.destinationPath: s3://backups/orders/demo-db-1 already holds WAL" in text
-    assert restore.TERMINATION_LOG in text
+    assert member.TERMINATION_LOG in text
 
 
 def test_a_restored_sharddb_that_does_not_back_up_checks_no_archive() -> None:
