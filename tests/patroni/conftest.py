@@ -102,9 +102,10 @@ def shard(
 
 
 @pytest.fixture(scope="module")
-def leader(shard: Shard) -> Iterator[Member]:
-    """The shard's first member, started alone: the one that bootstraps the cluster."""
-    member = start_member(shard, 0)
+def leader(request: pytest.FixtureRequest, shard: Shard) -> Iterator[Member]:
+    """The shard's first member, started alone: the one that bootstraps the cluster; at full priority for a module
+    that times its answers (``MEASURED = True``)."""
+    member = start_member(shard, 0, measured=bool(getattr(request.module, "MEASURED", False)))
     try:
         yield member
     finally:

@@ -26,8 +26,10 @@ from tools.image.builders import ulimits_below_own
 from ..support import writable
 from ..support.kube import Kube
 from .conftest import IMAGES, new_shard
-from .members import PASSWORDS, Member, Shard, podman, start_member, wait_for
+from .members import PASSWORDS, Member, Shard, full_priority, podman, start_member, wait_for
 
+# The prober and both members run at full priority: the check needs each member tried every quarter second.
+MEASURED = True
 ROUNDS = 10
 OVERLAP = 0.3  # seconds both members take writes, on purpose
 SETTLE = 1.0  # seconds each state is held before the next change, so each round stands apart
@@ -44,7 +46,7 @@ def other(
     folder: Path = tmp_path_factory.mktemp("patroni-other")
     kind = next(kind for kind, image in IMAGES.items() if image == shard.image)
     second = new_shard(kind, kube, control_plane, folder)
-    member = start_member(second, 0)
+    member = start_member(second, 0, measured=MEASURED)
     try:
         wait_for(f"{member.name} leads", lambda: second.holder("leader") == member.name, [member])
         yield member
@@ -87,7 +89,7 @@ def probed(shard: Shard, leader: Member, other: Member) -> Iterator[Probed]:
         "run", "--detach", "--name", container, "--network", "host", "--pull", "never", "--tmpfs", "/tmp:mode=1777",
         *ulimits_below_own(), "--env", f"PGPASSWORD={PASSWORDS['PATRONI_SUPERUSER_PASSWORD']}",
         "--env", "PGSSLMODE=require", "--env", "PROBE_EVERY=0.02",
-        "--entrypoint", "bash", shard.image, "-c", writable.SCRIPT,
+        "--entrypoint", "bash", shard.image, "-c", writable.SCRIPT, prefix=full_priority(),
     )  # fmt: skip
     try:
         lines = "".join(f"{name} {member.address}\n" for name, member in names.items())
