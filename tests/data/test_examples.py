@@ -35,6 +35,7 @@ RUN_BY = {
     "sharddb-mariadb.yaml": "test_examples.py",
     "sharddb-members.yaml": "../installed/test_production_members/shard.py",
     "sharddb-backup.yaml": "../installed/test_production_backup.py",
+    "sharddb-restore.yaml": "../installed/test_production_backup.py",
 }
 MINIMAL = "minimal"
 ORDERS = "orders"
