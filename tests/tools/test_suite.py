@@ -26,19 +26,6 @@ def test_every_tier_marker_is_run_by_some_phase() -> None:
     assert {"slow", "recorded", "shared", "http"} <= markers(), "the fast phase runs these with the rest"
 
 
-def test_the_bare_clone_check_follows_the_fast_phase_outside_it_so_the_data_tier_does_not_wait_for_it() -> None:
-    fast = next(p for p in suite.PHASES if p.name == "fast")
-    bare = next(p for p in suite.PHASES if p.name == "bare-clone")
-    data = next(p for p in suite.PHASES if p.name == "data")
-    assert f"--ignore={suite.BARE_CLONE}" in fast.command
-    assert suite.BARE_CLONE in bare.command
-    assert (ROOT / suite.BARE_CLONE).is_file()
-    lane = [p.name for p in suite.PHASES if p.lane == "unit"]
-    assert lane.index("bare-clone") == lane.index("fast") + 1
-    assert bare.nice > 0, "it yields the CPU to the data tier beside it"
-    assert "bare-clone" not in (*data.needs, *data.after)
-
-
 def test_the_data_tier_waits_for_the_fast_phases_core_and_the_nodes_builds_only() -> None:
     data = next(p for p in suite.PHASES if p.name == "data")
     assert data.after == ("fast",)
