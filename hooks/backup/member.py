@@ -20,7 +20,7 @@ import shlex
 from typing import Any
 
 from . import commands
-from .spec import Backup, SecretKeySelector
+from .spec import Backup, ObjectStore, SecretKeySelector
 
 Obj = dict[str, Any]
 
@@ -57,30 +57,43 @@ def secret_env(name: str, selector: SecretKeySelector) -> Obj:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": selector.name, "key": selector.key}}}
 
 
-def env(backup: Backup) -> list[Obj]:
-    """boto3's environment: the access key by reference, the region, and the CA file when one is named."""
-    store = backup.object_store
+def store_env(store: ObjectStore, prefix: str = "", ca_dir: str = CA_DIR) -> list[Obj]:
+    """boto3's environment for ``store``, each name after ``prefix``: the access key by reference, the region,
+    and the CA file (under ``ca_dir``) when one is named."""
     out = [
-        secret_env(ACCESS_KEY_ENV, store.s3_credentials.access_key_id),
-        secret_env(SECRET_KEY_ENV, store.s3_credentials.secret_access_key),
-        {"name": REGION_ENV, "value": store.region},
+        secret_env(prefix + ACCESS_KEY_ENV, store.s3_credentials.access_key_id),
+        secret_env(prefix + SECRET_KEY_ENV, store.s3_credentials.secret_access_key),
+        {"name": prefix + REGION_ENV, "value": store.region},
     ]
     if store.endpoint_ca is not None:
-        out.append({"name": CA_ENV, "value": f"{CA_DIR}/{CA_FILE}"})
+        out.append({"name": prefix + CA_ENV, "value": f"{ca_dir}/{CA_FILE}"})
     return out
 
 
-def volumes(backup: Backup) -> list[Obj]:
-    """The CA Secret's one key as ``ca.crt``, when one is named."""
-    ca = backup.object_store.endpoint_ca
+def store_volumes(store: ObjectStore, volume: str = CA_VOLUME) -> list[Obj]:
+    """``store``'s CA Secret's one key as ``ca.crt``, when one is named."""
+    ca = store.endpoint_ca
     if ca is None:
         return []
     items = [{"key": ca.key, "path": CA_FILE}]
-    return [{"name": CA_VOLUME, "secret": {"secretName": ca.name, "items": items, "defaultMode": CA_MODE}}]
+    return [{"name": volume, "secret": {"secretName": ca.name, "items": items, "defaultMode": CA_MODE}}]
+
+
+def store_mounts(store: ObjectStore, volume: str = CA_VOLUME, ca_dir: str = CA_DIR) -> list[Obj]:
+    return [{"name": volume, "mountPath": ca_dir, "readOnly": True}] if store.endpoint_ca else []
+
+
+def env(backup: Backup) -> list[Obj]:
+    """The member's own store's environment, under boto3's own names."""
+    return store_env(backup.object_store)
+
+
+def volumes(backup: Backup) -> list[Obj]:
+    return store_volumes(backup.object_store)
 
 
 def mounts(backup: Backup) -> list[Obj]:
-    return [{"name": CA_VOLUME, "mountPath": CA_DIR, "readOnly": True}] if backup.object_store.endpoint_ca else []
+    return store_mounts(backup.object_store)
 
 
 def refusal(backup: Backup, scope: str) -> str:

@@ -110,28 +110,14 @@ def bootstrap(restore: Restore, backup: Backup | None, scope: str, shard: int, d
 
 
 def env(restore: Restore) -> list[Obj]:
-    """The source store's access key by reference, its region, and its CA file when one is named."""
-    store = restore.source.object_store
-    credentials = store.s3_credentials
-    out = [
-        member.secret_env(PREFIX + member.ACCESS_KEY_ENV, credentials.access_key_id),
-        member.secret_env(PREFIX + member.SECRET_KEY_ENV, credentials.secret_access_key),
-        {"name": PREFIX + member.REGION_ENV, "value": store.region},
-    ]
-    if store.endpoint_ca is not None:
-        out.append({"name": PREFIX + member.CA_ENV, "value": f"{CA_DIR}/{member.CA_FILE}"})
-    return out
+    """The source store's access key by reference, its region, and its CA file when one is named (``RESTORE_*``)."""
+    return member.store_env(restore.source.object_store, PREFIX, CA_DIR)
 
 
 def volumes(restore: Restore) -> list[Obj]:
     """The source store's CA Secret key as ``ca.crt``, when one is named."""
-    ca = restore.source.object_store.endpoint_ca
-    if ca is None:
-        return []
-    items = [{"key": ca.key, "path": member.CA_FILE}]
-    return [{"name": CA_VOLUME, "secret": {"secretName": ca.name, "items": items, "defaultMode": member.CA_MODE}}]
+    return member.store_volumes(restore.source.object_store, CA_VOLUME)
 
 
 def mounts(restore: Restore) -> list[Obj]:
-    has_ca = restore.source.object_store.endpoint_ca is not None
-    return [{"name": CA_VOLUME, "mountPath": CA_DIR, "readOnly": True}] if has_ca else []
+    return member.store_mounts(restore.source.object_store, CA_VOLUME, CA_DIR)
