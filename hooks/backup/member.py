@@ -5,10 +5,9 @@ member promoted after a failover archives its new timeline from where it starts)
 is archived after ``archiveTimeoutSeconds``. Every member may fetch from the archive what its primary
 no longer holds (``restore_command``), as a standby that was away long does.
 
-A restored shard's cluster archives only to a folder no cluster has used: before it restores, a member
-checks its folder holds no WAL (``unused_archive``), and stops the bootstrap if it does, naming the field
-in its log and its termination message, which the status shows. A shard made by initdb is not checked yet:
-Patroni offers no step before initdb, and one after it could meet the cluster's own first segment.
+A shard's new cluster archives only to a folder no cluster has used: before it restores or runs initdb
+(``restore``, ``fresh``), a member checks its folder holds no WAL (``unused_archive``), and stops the
+bootstrap if it does, naming the field in its log and its termination message, which the status shows.
 
 The access key comes from the user's Secret by reference (the hooks never read it), the CA from another
 as a read-only volume; ``spec.db.env`` entries of the same names win, as they do for Patroni's.
@@ -101,7 +100,8 @@ def refusal(backup: Backup, scope: str) -> str:
     path = f"{commands.source(backup.object_store)}/{scope}"
     return (
         f"spec.backup.objectStore.destinationPath: {path} already holds WAL (or could not be read, above): "
-        "a new cluster archives only to a path no cluster has used; give the ShardDB a prefix of its own"
+        "a new cluster archives only to a path no cluster has used; give the ShardDB a prefix of its own, "
+        "or delete that folder once its backups are no longer needed"
     )
 
 

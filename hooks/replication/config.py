@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import names, quantity
+from ..backup import fresh as backup_fresh
 from ..backup import member as backup_member
 from ..backup import restore as backup_restore
 from ..backup.spec import Backup, Restore
@@ -47,6 +48,8 @@ RETRY_TIMEOUT = 7
 MAXIMUM_LAG_ON_FAILOVER = 1024 * 1024
 SUPERUSER = names.SUPERUSER
 REPLICATION_USER = "replicator"
+# Patroni's initdb options; checksums let pg_rewind bring an old primary back as a standby.
+INITDB_OPTIONS: tuple[Obj | str, ...] = ({"encoding": "UTF8"}, "data-checksums")
 
 
 @dataclass(frozen=True)
@@ -124,17 +127,20 @@ class PatroniConfig:
                 "failsafe_mode": True,
                 "postgresql": {"use_pg_rewind": True, "use_slots": True},
             },
-            # Checksums let pg_rewind bring an old primary back as a standby.
-            "initdb": [{"encoding": "UTF8"}, "data-checksums"],
-            **self._restore(),
+            "initdb": list(INITDB_OPTIONS),
+            **self._method(),
         }
 
-    def _restore(self) -> Obj:
-        """``spec.restore``'s custom bootstrap in place of initdb (a restored cluster keeps the source's checksums)."""
-        if self.restore is None:
-            return {}
+    def _method(self) -> Obj:
+        """A custom bootstrap in place of Patroni's initdb: ``spec.restore``'s (a restored cluster keeps the source's
+        checksums), else, when the shard archives, initdb after its archive folder is checked."""
         data_dir = f"{self.data_path.rstrip('/')}/pgdata"
-        return backup_restore.bootstrap(self.restore, self.backup, self.scope, self.shard, data_dir)
+        if self.restore is not None:
+            return backup_restore.bootstrap(self.restore, self.backup, self.scope, self.shard, data_dir)
+        if self.backup is not None:
+            flags = [initdb_flag(option) for option in INITDB_OPTIONS]
+            return backup_fresh.bootstrap(self.backup, self.scope, data_dir, SUPERUSER, flags)
+        return {}
 
     def _postgresql(self) -> Obj:
         """PostgreSQL as Patroni runs it in this member: addresses, files, callbacks, users and who may log in."""
@@ -175,6 +181,14 @@ class PatroniConfig:
     def as_text(self) -> str:
         """JSON, which Patroni reads as YAML; keys sorted, so the template is the same bytes every time."""
         return json.dumps(self.as_dict(), indent=2, sort_keys=True)
+
+
+def initdb_flag(option: Obj | str) -> str:
+    """One of Patroni's initdb options as initdb's own flag: ``{"encoding": "UTF8"}`` is ``--encoding=UTF8``."""
+    if isinstance(option, str):
+        return f"--{option}"
+    ((key, value),) = option.items()
+    return f"--{key}={value}"
 
 
 def slot_wal_keep_mb(spec: ShardDBSpec) -> int:

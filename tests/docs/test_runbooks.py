@@ -102,6 +102,16 @@ REFUSED = StuckPod(
 )
 
 
+
+
+def folder_used(pod: str, scope: str) -> StuckPod:
+    """A member whose new cluster found its own archive folder used: it says so in its termination message."""
+    said = f"container db exited 1: spec.backup.objectStore.destinationPath: s3://backups/orders/{scope} already holds WAL"
+    return StuckPod(pod, "db", "CrashLoopBackOff", said, int(scope.rsplit("-", 1)[1]), T0)
+
+
+BACKUP = {"objectStore": STORE}
+
 # Each runbook's rows, in the order the page shows them.
 SITUATIONS: dict[str, list[Snapshot]] = {
     "shard-pod-waits.md": [
@@ -177,6 +187,20 @@ SITUATIONS: dict[str, list[Snapshot]] = {
     "storage-immutable.md": [available(spec=spec(storage={"size": "2Gi"}))],
     "base-backup-failed.md": [
         available(spec=spec(backup={"objectStore": STORE}), base_backups=BaseBackups(T0, None, running=False))
+    ],
+    "archive-folder-used.md": [
+        snapshot(
+            spec=spec(backup=BACKUP),
+            statefulset=sts(ready=2),
+            stuck_pods=(folder_used("demo-db-2-0", "demo-db-2"),),
+            now=WITHIN_GRACE,
+        ),
+        available(
+            spec=spec(shards=4, backup=BACKUP),
+            statefulset=sts(replicas=4, ready=3, seeded=3),
+            stuck_pods=(folder_used("demo-db-3-0", "demo-db-3"),),
+            now=WITHIN_GRACE,
+        ),
     ],
     "restore-from-backup.md": [
         snapshot(spec=spec(restore=RESTORE), statefulset=sts(ready=2), now=WITHIN_GRACE),

@@ -351,6 +351,10 @@ class Member:
         done = subprocess.run(["podman", "logs", "--tail", str(lines), self.container], capture_output=True, text=True)
         return done.stdout + done.stderr
 
+    def running(self) -> bool:
+        """Whether the container's process still runs (Patroni exits after a bootstrap it could not finish)."""
+        return podman("inspect", "--format", "{{.State.Running}}", self.container).strip() == "true"
+
     def sql(self, statement: str) -> str:
         """``psql`` as the superuser on the member's own socket (trust there, as the rendered pg_hba says)."""
         return podman(

@@ -2,7 +2,8 @@
 hooks configure it: a shard's WAL archived by the rendered ``archive_command`` as Patroni runs PostgreSQL, a base
 backup taken on its standby by the base backups' Job as rendered (``backup/cronjob.py``: its script, in the member
 image, logged in over TLS), and a new shard bootstrapped by Patroni from them to a moment before a ``DROP TABLE`` by
-the bootstrap ``spec.restore`` renders (``backup/restore.py``); one that would archive over its source is refused.
+the bootstrap ``spec.restore`` renders (``backup/restore.py``); one that would archive over its source is refused,
+and so is a new shard made by initdb under the source's name and prefix (``backup/fresh.py``).
 
 The object store is versitygw (``testbed/real/objectstore.py``) on the host's loopback, which the members share.
 The member's configuration is ``PatroniConfig`` with the backup section; its environment is ``backup.member.env``
@@ -168,14 +169,15 @@ def restored_spec(store: ObjectStore, prefix: str, source: Shard, target: str) -
     return spec_of(store, prefix, {"source": origin, "recoveryTarget": {"targetTime": target}})
 
 
-def restoring(shard: Shard, spec: ShardDBSpec) -> Path:
-    """The configuration ``spec.restore`` renders: Patroni's custom bootstrap from the source's latest base backup
-    before the target, its archived WAL replayed to the target, then promoted.
+def bootstrapping(shard: Shard, spec: ShardDBSpec, name: str) -> Path:
+    """The configuration ``spec`` renders, bootstrapped by a custom method: with ``spec.restore``, from the source's
+    latest base backup before the target, its archived WAL replayed to the target, then promoted; else by initdb
+    once the shard's own archive folder is shown unused.
 
-    While a custom bootstrap recovers, Patroni trusts only the socket and the member's own address, from which a
+    While a custom bootstrap runs, Patroni trusts only the socket and the member's own address, from which a
     pod's Patroni connects; here every client's source is the host's loopback address, so Patroni takes the socket.
     """
-    return rendered_config(shard, spec, f"restoring-{shard.namespace}.json", {"postgresql": {"use_unix_socket": True}})
+    return rendered_config(shard, spec, f"{name}-{shard.namespace}.json", {"postgresql": {"use_unix_socket": True}})
 
 
 def leading(shard: Shard, member: Member) -> None:
@@ -224,9 +226,13 @@ class Restored:
     count: str  # rows of the table in the restored shard
     late: str  # rows committed after the target, in the restored shard
     source_wal: frozenset[str]  # the source's archive once it was gone
-    source_wal_after: frozenset[str]  # the same after the restore and the refused one
+    source_wal_after: frozenset[str]  # the same after the restore and the refused bootstraps
     own_wal: frozenset[str]  # the restored shard's own archive
     clash_leader: str | None  # who leads the refused restore's shard
+    anew_leader: str | None  # who leads the shard made anew over the source's folder
+    anew_initialized: bool  # whether that shard's cluster was left recorded as made
+    anew_log: str  # what its member said before Patroni stopped
+    refusal: str  # what a member says of a used archive folder
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +250,7 @@ def restored(
     env = resolved_env(spec, store)
     ca = tmp_path_factory.mktemp("store-ca")
     mounts = ca_volumes(store, ca, spec)
-    config = rendered_config(shard, spec, "archiving.json")
+    config = bootstrapping(shard, spec, "archiving")
     primary = start_member(shard, 0, env, config, mounts)
     members = [primary]
     try:
@@ -281,7 +287,7 @@ def restored(
         again = new_shard(kind, kube, control_plane, tmp_path_factory.mktemp(f"restored-{kind}"))
         asked = restored_spec(store, again.namespace, shard, target)
         copy_mounts = ca_volumes(store, tmp_path_factory.mktemp("restored-ca"), asked)
-        copy = start_member(again, 0, resolved_env(asked, store), restoring(again, asked), copy_mounts)
+        copy = start_member(again, 0, resolved_env(asked, store), bootstrapping(again, asked, "restoring"), copy_mounts)
         members.append(copy)
         leading(again, copy)
         last = copy.sql("SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())")
@@ -294,10 +300,18 @@ def restored(
         # A restore whose own archive is the source's: same name, same path (the CRD refuses it; each member too).
         clash = new_shard(kind, kube, control_plane, tmp_path_factory.mktemp(f"clash-{kind}"))
         over = spec_of(store, shard.namespace, asked.model_dump(by_alias=True, mode="json")["restore"])
-        refused = start_member(clash, 0, resolved_env(over, store), restoring(clash, over), copy_mounts)
+        clash_config = bootstrapping(clash, over, "restoring")
+        refused = start_member(clash, 0, resolved_env(over, store), clash_config, copy_mounts)
         members.append(refused)
         said = backup_member.refusal(backup, shard.scope)
         wait_for("the clashing restore refused", lambda: said in refused.logs(200), [refused])
+
+        # A new ShardDB under the source's name and prefix, made by initdb: its folder holds the source's backups.
+        anew = new_shard(kind, kube, control_plane, tmp_path_factory.mktemp(f"anew-{kind}"))
+        made = start_member(anew, 0, env, bootstrapping(anew, spec, "anew"), mounts)
+        members.append(made)
+        wait_for("the new shard's Patroni stopped", lambda: not made.running(), [made])
+        anew_log = made.logs(400)
         yield Restored(
             target,
             dropped,
@@ -309,6 +323,10 @@ def restored(
             wal_objects(store, shard.namespace, shard.scope),
             wal_objects(store, again.namespace, again.scope),
             clash.holder("leader"),
+            anew.holder("leader"),
+            anew.holder("config", "initialize") is not None,
+            anew_log,
+            said,
         )
     finally:
         for each in members:
@@ -357,10 +375,20 @@ def test_the_restored_shard_archives_its_new_timeline_to_its_own_folder(restored
     assert max(timelines(restored.own_wal)) > max(timelines(restored.source_wal), default=1), sorted(restored.own_wal)
 
 
-def test_neither_restore_wrote_into_the_sources_archive(restored: Restored) -> None:
+def test_neither_the_restore_nor_a_refused_bootstrap_wrote_into_the_sources_archive(restored: Restored) -> None:
     assert restored.source_wal_after == restored.source_wal
     assert max(timelines(restored.own_wal)) not in timelines(restored.source_wal_after)
 
 
 def test_a_restore_whose_own_archive_holds_wal_refuses_to_start_naming_the_field(restored: Restored) -> None:
     assert restored.clash_leader is None
+
+
+def test_a_new_shard_whose_archive_folder_holds_wal_refuses_initdb_naming_the_field(restored: Restored) -> None:
+    assert restored.refusal in restored.anew_log, restored.anew_log
+    assert "The files belonging to this database system" not in restored.anew_log  # initdb never ran
+
+
+def test_a_refused_new_shard_is_left_unmade_for_a_later_try(restored: Restored) -> None:
+    assert restored.anew_leader is None
+    assert not restored.anew_initialized
