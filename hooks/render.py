@@ -10,6 +10,7 @@ from typing import Any
 
 from . import clock, last_applied, names, pod_templates, scripts, template_choice
 from .backup import cronjob
+from .backup import restore_points as backup_restore_points
 from .backup.runs import BaseBackups
 from .backup.spec import Backup
 from .last_applied import contains
@@ -56,6 +57,7 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         out += rollout.children(snap.name, snap.namespace, snap.spec, decision.shards, decision.replication, templates)
     if decision.base_backups and snap.spec.backup is not None:
         out.append(base_backups(snap.name, snap.spec, snap.spec.backup, decision.shards))
+        out.append(restore_points(snap.name, snap.spec, decision.shards))
     return out
 
 
@@ -65,6 +67,13 @@ def base_backups(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) ->
     env = cronjob.env(backup, spec.db.port, spec.db.env)
     pod = scripts.script_pod(parent, spec, names.BACKUP, script, env, interpreter=("sh", "-c"))
     return cronjob.cronjob(parent, backup, pod)
+
+
+def restore_points(parent: str, spec: ShardDBSpec, shards: int) -> Obj:
+    """The restore points' CronJob, never scheduled: its Jobs, run by hand, pause writes and mark every shard."""
+    the_env = backup_restore_points.env(spec.db.port, spec.db.env)
+    pod = scripts.script_pod(parent, spec, backup_restore_points.SUFFIX, "", the_env)
+    return backup_restore_points.cronjob(parent, shards, pod)
 
 
 def members(snap: Snapshot, decision: Decision) -> list[Obj]:

@@ -217,7 +217,8 @@ def member_policy(
     client for a password over TLS; with no ``clients`` declared (``spec.replication.clients``) it
     stays open to every source, as before the field, so today's clients keep working. Declared, it is
     open to them and to what needs it of ours: the shard's members (replication, ``pg_rewind``), the
-    ShardDB's seed Job and cache, which are handed the shards' addresses, and (``backups``) its base backups' Job.
+    ShardDB's seed Job and cache, which are handed the shards' addresses, and (``backups``) its base backups' and
+    restore points' Jobs.
     Ports are numbers, not names: a policy agent resolves a named port only on the pods a rule selects.
     """
     selector = member_selector(parent, shard)

@@ -84,6 +84,18 @@ def test_the_base_backups_cronjob_is_stored_as_a_fixed_point(kube: Kube, namespa
     assert_fixed_point(kube, namespace, render.base_backups("demo", the_spec, the_spec.backup, 2))
 
 
+def test_the_restore_points_cronjob_is_stored_as_a_fixed_point(kube: Kube, namespace: str) -> None:
+    """Suspended; its Job's template: the program and the Services, the password's reference, the job-name label
+    by the downward API, no token."""
+    password = {"secretKeyRef": {"name": "demo-db", "key": "superuser"}}
+    the_spec = spec(
+        replication={"members": 2},
+        db={"env": [{"name": "PATRONI_SUPERUSER_PASSWORD", "valueFrom": password}]},
+        backup={"objectStore": STORE},
+    )
+    assert_fixed_point(kube, namespace, render.restore_points("demo", the_spec, 2))
+
+
 def apply(kube: Kube, namespace: str, desired: Obj) -> Obj:
     """What Metacontroller does with a child of an answer: create it, or merge it in place and put it; then read it."""
     sent = desired_as_sent(desired, namespace, PARENT_UID)

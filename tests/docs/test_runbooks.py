@@ -102,11 +102,10 @@ REFUSED = StuckPod(
 )
 
 
-
-
 def folder_used(pod: str, scope: str) -> StuckPod:
     """A member whose new cluster found its own archive folder used: it says so in its termination message."""
-    said = f"container db exited 1: spec.backup.objectStore.destinationPath: s3://backups/orders/{scope} already holds WAL"
+    path = f"s3://backups/orders/{scope}"
+    said = f"container db exited 1: spec.backup.objectStore.destinationPath: {path} already holds WAL"
     return StuckPod(pod, "db", "CrashLoopBackOff", said, int(scope.rsplit("-", 1)[1]), T0)
 
 

@@ -103,7 +103,7 @@ def test_the_status_is_a_comment_naming_the_phase_of_the_stage(path: Path, stage
 
 def members_children(sharddb: Obj) -> set[Child]:
     """A new ShardDB with members: per shard a StatefulSet of its members, its Services, budget and policy; the
-    base backups' CronJob when it backs up."""
+    base backups' and restore points' CronJobs when it backs up."""
     name, spec = sharddb["metadata"]["name"], sharddb["spec"]
     members = spec["replication"]["members"]
     per_shard: set[Child] = set()
@@ -113,7 +113,8 @@ def members_children(sharddb: Obj) -> set[Child]:
         per_shard |= {("NetworkPolicy", prefix, None), ("Service", prefix, None)}
         per_shard |= {("Service", f"{prefix}-primary", None), ("Service", f"{prefix}-standby", None)}
     patroni = {(kind, f"{name}-patroni", None) for kind in ("ServiceAccount", "Role", "RoleBinding")}
-    backups = {("CronJob", f"{name}-backup", None)} if "backup" in spec else set()
+    cronjobs = {("CronJob", f"{name}-backup", None), ("CronJob", f"{name}-point", None)}
+    backups = cronjobs if "backup" in spec else set()
     return {("Service", f"{name}-db", None)} | per_shard | patroni | backups
 
 

@@ -65,19 +65,19 @@ def cronjobs(reply: Obj) -> list[str]:
     return [each["metadata"]["name"] for each in reply["children"] if each["kind"] == "CronJob"]
 
 
-def test_a_sharddb_with_members_that_backs_up_gets_one_cronjob_named_for_it() -> None:
-    assert cronjobs(running_with({"backup": {"objectStore": STORE}})) == ["demo-backup"]
+def test_a_sharddb_with_members_that_backs_up_gets_its_base_backups_and_restore_points_cronjobs() -> None:
+    assert cronjobs(running_with({"backup": {"objectStore": STORE}})) == ["demo-backup", "demo-point"]
 
 
 def test_a_sharddb_that_does_not_back_up_gets_no_cronjob() -> None:
     assert cronjobs(running_with({})) == []
 
 
-def test_a_hibernated_sharddb_has_no_cronjob_since_no_member_runs_to_back_up() -> None:
+def test_a_hibernated_sharddb_has_no_cronjobs_since_no_member_runs_to_back_up() -> None:
     assert cronjobs(running_with({"backup": {"objectStore": STORE}}, hibernated=True)) == []
 
 
-def test_a_deleted_sharddb_has_its_cronjob_removed_first() -> None:
+def test_a_deleted_sharddb_has_its_cronjobs_removed_first() -> None:
     body = parent({"backup": {"objectStore": STORE}})
     children = applied(running_with({"backup": {"objectStore": STORE}})["children"])
     marks = [*healthy(), sync_record(0), sync_record(1), primary_slice(0), primary_slice(1)]
