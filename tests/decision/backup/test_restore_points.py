@@ -42,7 +42,8 @@ def container(shards: int = 3) -> Obj:
 
 
 def env() -> dict[str, Obj]:
-    return {var["name"]: var for var in container()["env"]}
+    found: dict[str, Obj] = {var["name"]: var for var in container()["env"]}
+    return found
 
 
 def test_the_cronjob_is_named_for_the_sharddb_and_never_scheduled() -> None:
