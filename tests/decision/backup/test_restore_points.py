@@ -37,7 +37,7 @@ def pod(shards: int = 3) -> Obj:
 
 
 def container(shards: int = 3) -> Obj:
-    (found,) = pod(shards)["containers"]
+    found: Obj = pod(shards)["containers"][0]
     return found
 
 
