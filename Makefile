@@ -17,10 +17,12 @@ SOAK ?= 10
 SOAK_E2E ?= all
 SOAK_DATA ?= all
 HA_RUNS ?= 20
+POINT_SHARDS ?= 1,2,4
+POINT_RUNS ?= 5
 
 IMAGE ?= localhost/sharddb-hooks:dev
 
-.PHONY: help run render test machine unit e2e data installed patroni soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency bench-ha chaos crd testbin venv image rules promtool clean
+.PHONY: help run render test machine unit e2e data installed patroni soak nodebin images lint docs api-reference bench bench-fleet bench-upgrade bench-latency bench-ha bench-points chaos crd testbin venv image rules promtool clean
 
 # pip's own progress, not silence: the first install downloads about 70 packages (about 2 minutes).
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -157,6 +159,11 @@ bench-latency: venv testbin
 ## over the runs; needs root.
 bench-ha: venv testbin nodebin images
 	$(BIN)/python -m bench.ha --runs $(HA_RUNS)
+
+## A restore point on every shard (the restore points' Job) beside the same points with nothing paused, under a
+## client writing across the shards: the pause, and the longest insert wait during each (POINT_SHARDS, POINT_RUNS).
+bench-points: venv testbin
+	$(BIN)/python -m bench.points --shards $(POINT_SHARDS) --runs $(POINT_RUNS)
 
 ## The fault campaign: CHAOS_FLEET ShardDBs on two partitions through their whole life, without and then
 ## with every component failing at random moments; fails when an invariant breaks (docs/reliability/faults.md).

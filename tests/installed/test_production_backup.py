@@ -8,9 +8,11 @@ and the archived segment read back from the bucket; the standby, fed by streamin
 base backup, as the header says to take it: a Job made from the base backups' CronJob, which has the standby take it.
 Then a scheduled run that fails: the schedule set to every minute (no member restarts for it) after the superuser's
 password changed in its Secret alone; the ShardDB is Degraded, naming the run and the command that says why.
-Last, ``examples/sharddb-restore.yaml`` as written (its endpoints set to the store): a new ShardDB restored from the
-first one's base backup and archive, holding the rows written after that backup, never seeded, archiving its new
-timeline to a folder of its own.
+Before that run, rows after the backup, a restore point written on every shard by a Job made as the header says
+(``kubectl create job <point> --from=cronjob/archived-point``), then rows after the point. Last,
+``examples/sharddb-restore.yaml`` as written (its endpoints set to the store, its target the point's name, as its
+comment shows): a new ShardDB restored from the first one's base backup and archive, holding the rows written up
+to the point and none after it, never seeded, archiving its new timeline to a folder of its own.
 """
 
 from __future__ import annotations
@@ -197,6 +199,56 @@ def test_the_first_base_backup_is_in_the_shards_folder_of_the_bucket(backed_up: 
     assert len(backed_up.infos) == 1, backed_up.infos
 
 
+# --- one restore point on every shard, as the header says to write one ------------------------------------------
+
+ROWS = 1000  # the table the first ShardDB wrote before its base backup
+LATE_ROWS = 500  # written after it, before the point: reached only through the archive
+AFTER_POINT = 100  # written after the point
+
+
+@dataclass(frozen=True)
+class Pointed:
+    name: str  # the point's, the Job's
+    succeeded: bool
+    log: str  # the Job's log
+
+
+def point_command() -> list[str]:
+    """The header's ``kubectl create job <point> --from=cronjob/...-point`` line, as words."""
+    (line,) = [line for line in EXAMPLE.read_text().splitlines() if "--from=cronjob/" in line and "-point" in line]
+    return line.lstrip("# ").split()[1:]
+
+
+def job_outcome(install: Install, job: str) -> str:
+    found = install.get("job", "-n", NAMESPACE, job)
+    kinds = {c["type"] for c in found.get("status", {}).get("conditions", []) if c["status"] == "True"}
+    return "Complete" if "Complete" in kinds else "Failed" if "Failed" in kinds else ""
+
+
+@pytest.fixture(scope="module")
+def pointed(install: Install, backed_up: BackedUp) -> Pointed:
+    """Rows after the base backup, the point written as the header says, then rows after it."""
+    assert backed_up.succeeded, backed_up.log
+    primary = member(install, names.LEADER_LABEL_VALUE)
+    assert psql(install, primary, "SELECT count(*) FROM archived") == str(ROWS)
+    psql(install, primary, f"INSERT INTO archived SELECT generate_series({ROWS + 1}, {ROWS + LATE_ROWS})")
+    words = point_command()
+    assert words[:2] == ["create", "job"], words
+    assert words[3] == f"--from=cronjob/{NAME}-point", words
+    install.kubectl("-n", NAMESPACE, *words)
+    outcome = wait_until(f"{words[2]} ended", lambda: job_outcome(install, words[2]), 300, every=2)
+    log = install.kubectl("-n", NAMESPACE, "logs", f"job/{words[2]}", check=False)
+    late = f"generate_series({ROWS + LATE_ROWS + 1}, {ROWS + LATE_ROWS + AFTER_POINT})"
+    psql(install, primary, f"INSERT INTO archived SELECT {late}")
+    return Pointed(words[2], outcome == "Complete", log)
+
+
+def test_the_restore_points_job_made_as_the_header_says_writes_the_point_on_every_shard(pointed: Pointed) -> None:
+    assert pointed.succeeded, pointed.log
+    assert f"{NAME}-db-0-primary: restore point {pointed.name} at " in pointed.log, pointed.log
+    assert f"restore point {pointed.name} on every shard" in pointed.log, pointed.log
+
+
 # The superuser's password in the Secret changed, as a user who rotates it in the Secret alone would: the members
 # run on with the one they started with, and each new Job pod reads the new one and is refused.
 WRONG_PASSWORD = "not-the-shards-password"
@@ -287,8 +339,6 @@ def test_a_new_schedule_restarts_no_member(failed_run: Failed) -> None:
 
 RESTORED = "restored"
 RESTORE_EXAMPLE = EXAMPLES / "sharddb-restore.yaml"
-ROWS = 1000  # the table the first ShardDB wrote before its base backup
-LATE_ROWS = 500  # written after it, reached only through the archive
 
 
 @dataclass(frozen=True)
@@ -307,8 +357,9 @@ def timeline(install: Install, pod: str) -> int:
     return int(psql(install, pod, "SELECT timeline_id FROM pg_catalog.pg_control_checkpoint()"))
 
 
-def restore_applied(store: ObjectStore) -> list[Obj]:
-    """The restore example as a user applies it: both stores' endpoints set to this one."""
+def restore_applied(store: ObjectStore, point: str) -> list[Obj]:
+    """The restore example as a user applies it: both stores' endpoints set to this one, and the target its
+    comment shows set to the point's name."""
     docs = example(RESTORED, NAMESPACE, RESTORE_EXAMPLE)
     spec = docs[-1]["spec"]
     source = spec["restore"]["source"]
@@ -316,15 +367,15 @@ def restore_applied(store: ObjectStore) -> list[Obj]:
     assert spec["backup"]["objectStore"]["destinationPath"] == f"s3://{BUCKET}/{RESTORED}", spec["backup"]
     for each in (source["objectStore"], spec["backup"]["objectStore"]):
         each["endpointURL"] = store.endpoint
+    assert "#   targetName: before-migration" in RESTORE_EXAMPLE.read_text()
+    spec["restore"]["recoveryTarget"] = {"targetName": point}
     return docs
 
 
 @pytest.fixture(scope="module")
-def restored(install: Install, store: ObjectStore, backed_up: BackedUp) -> Iterator[Restored]:
-    assert backed_up.succeeded, backed_up.log
+def restored(install: Install, store: ObjectStore, pointed: Pointed) -> Iterator[Restored]:
+    assert pointed.succeeded, pointed.log
     primary = member(install, names.LEADER_LABEL_VALUE)
-    assert psql(install, primary, "SELECT count(*) FROM archived") == str(ROWS)
-    psql(install, primary, f"INSERT INTO archived SELECT generate_series({ROWS + 1}, {ROWS + LATE_ROWS})")
     segment = psql(install, primary, "SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())")
     wait_until(
         f"{segment} archived by {primary}",
@@ -334,7 +385,7 @@ def restored(install: Install, store: ObjectStore, backed_up: BackedUp) -> Itera
         120,
         every=1,
     )
-    install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(restore_applied(store)))
+    install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(restore_applied(store, pointed.name)))
     try:
         wait_until(f"{RESTORED} Available", lambda: install.available(NAMESPACE, RESTORED), 900, every=2)
         leader = member(install, names.LEADER_LABEL_VALUE, RESTORED)
@@ -363,7 +414,7 @@ def restored(install: Install, store: ObjectStore, backed_up: BackedUp) -> Itera
         install.kubectl("delete", "sharddb", "-n", NAMESPACE, RESTORED, "--ignore-not-found", "--wait", "--timeout=5m")
 
 
-def test_the_restored_sharddb_holds_the_rows_written_after_the_base_backup_through_the_archive(
+def test_the_restored_sharddb_holds_the_rows_up_to_the_point_through_the_archive_and_none_after_it(
     restored: Restored,
 ) -> None:
     assert restored.rows == str(ROWS + LATE_ROWS)
