@@ -128,9 +128,14 @@ class CronJobStatus(_Lean, frozen=True):
     last_successful_time: str | None = None
 
 
+class CronJobSpec(_Lean, frozen=True):
+    schedule: str | None = None
+
+
 class CronJob(_Lean, frozen=True):
     metadata: ObjectMeta
     kind: Literal["CronJob"] | None = None
+    spec: CronJobSpec = CronJobSpec()
     status: CronJobStatus = CronJobStatus()
 
 

@@ -74,7 +74,10 @@ def _base_backups(name: str, children: Children | None) -> BaseBackups | None:
         if cronjob.metadata.name == names.backup_name(name):
             status = cronjob.status
             return BaseBackups(
-                clock.parse(status.last_schedule_time), clock.parse(status.last_successful_time), bool(status.active)
+                clock.parse(status.last_schedule_time),
+                clock.parse(status.last_successful_time),
+                bool(status.active),
+                cronjob.spec.schedule,
             )
     return None
 

@@ -56,7 +56,9 @@ def children(snap: Snapshot, decision: Decision) -> list[Obj]:
         templates = [each.template for each in decision.shard_sets]
         out += rollout.children(snap.name, snap.namespace, snap.spec, decision.shards, decision.replication, templates)
     if decision.base_backups and snap.spec.backup is not None:
-        out.append(base_backups(snap.name, snap.spec, snap.spec.backup, decision.shards))
+        if decision.backup_schedule is not None:
+            backup = snap.spec.backup.model_copy(update={"schedule": decision.backup_schedule})
+            out.append(base_backups(snap.name, snap.spec, backup, decision.shards))
         out.append(restore_points(snap.name, snap.spec, decision.shards))
     return out
 

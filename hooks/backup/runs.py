@@ -1,4 +1,5 @@
-"""What the base backups' CronJob says of its runs: when the last one was scheduled, when one last succeeded.
+"""What the base backups' CronJob says of its runs: when the last one was scheduled, when one last succeeded; and
+the schedule it runs on, kept while a new one is refused (``schedule``).
 
 The CronJob controller records both on the CronJob itself (a child), so the hooks read them without
 watching its Jobs. A Job made by hand from the CronJob (``kubectl create job --from=cronjob/...``) is
@@ -18,6 +19,7 @@ class BaseBackups:
     scheduled: datetime | None  # the last scheduled run's time
     succeeded: datetime | None  # when the last successful run ended
     running: bool  # a run is active
+    schedule: str | None = None  # the CronJob's schedule, as stored
 
     @property
     def failed(self) -> bool:

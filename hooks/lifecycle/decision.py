@@ -109,6 +109,9 @@ class Decision:
     member_rollout: bool = False
     # With members and ``spec.backup``, while the shards run: the CronJob of base backups (``backup/cronjob.py``).
     base_backups: bool = False
+    # The schedule the CronJob is written with: ``spec.backup.schedule``, or while the API server would refuse it,
+    # the one the CronJob has (None: none yet, so none is made until the schedule is fixed).
+    backup_schedule: str | None = None
     # What the base backups' CronJob records of its runs, for the status (None: no backup, or no CronJob yet).
     base_backup_runs: BaseBackups | None = None
 

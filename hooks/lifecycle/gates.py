@@ -22,7 +22,9 @@ from .wording.degraded import (
     absent_problems,
     base_backup_failed,
     degraded_message,
+    kept_schedule,
     refused,
+    schedule_refused,
     two_primaries,
     worse_than_asked,
 )
@@ -146,6 +148,7 @@ def _conditions(
             held,
             serving.ok_or_starting,
         )
+        + schedule_refused(snap)
         + base_backup_failed(snap)
     )
     degraded = ConditionState(
@@ -215,6 +218,7 @@ def _decision(
         shard_sets=layout.sets,
         member_rollout=layout.member_rollout,
         base_backups=spec.backup is not None and outcome.plan is not None and outcome.plan.patroni,
+        backup_schedule=kept_schedule(snap),
         base_backup_runs=snap.base_backups if spec.backup is not None else None,
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )

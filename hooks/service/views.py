@@ -30,6 +30,7 @@ from ..spec import MEBIBYTE
 DEGRADED_REASONS = frozenset(
     {
         "AsExpected",
+        "BackupScheduleRefused",
         "BaseBackupFailed",
         "CachePodsFailing",
         "CachePodsMissing",

@@ -6,6 +6,7 @@ Names only, never a controller's changing words, so a message stays put while it
 from __future__ import annotations
 
 from ... import clock, names
+from ...backup import schedule
 from ...replication.health import NO_PRIMARY, NO_SYNC_STANDBY, STANDBY_NOT_STREAMING, TWO_PRIMARIES
 from ...replication.roles import AT_ONCE, RoleTrouble
 from ...replication.shape import Refusal
@@ -42,6 +43,32 @@ NOT_REJOINED = "it cannot take over from the primary; `patronictl reinit` in a m
 # The last scheduled base backup ended without success, and none succeeded since: the shards serve, but
 # a restore reaches back only to an older base backup (before the first, to nothing).
 BASE_BACKUP_FAILED = "BaseBackupFailed"
+BACKUP_SCHEDULE_REFUSED = "BackupScheduleRefused"
+
+
+def kept_schedule(snap: Snapshot) -> str | None:
+    """The base backups' CronJob's schedule: the spec's, or while the API server would refuse it, the one the
+    CronJob has (None when it has none yet: no CronJob is made until the schedule is fixed)."""
+    backup = snap.spec.backup
+    if backup is None:
+        return None
+    if schedule.problem(backup.schedule) is None:
+        return backup.schedule
+    return snap.base_backups.schedule if snap.base_backups is not None else None
+
+
+def schedule_refused(snap: Snapshot) -> list[tuple[str, str]]:
+    """``spec.backup.schedule`` that the API server would refuse for a CronJob: the CronJob keeps what it has."""
+    problems: list[tuple[str, str]] = []
+    backup = snap.spec.backup
+    said = schedule.problem(backup.schedule) if backup is not None else None
+    if backup is None or said is None:
+        return problems
+    kept = kept_schedule(snap)
+    keeping = f"the CronJob keeps {kept!r}" if kept is not None else "no base backups' CronJob is made until it is"
+    message = f"spec.backup.schedule {backup.schedule!r} is refused for a CronJob ({said}); {keeping}"
+    problems.append((BACKUP_SCHEDULE_REFUSED, message))
+    return problems
 
 
 def base_backup_failed(snap: Snapshot) -> list[tuple[str, str]]:

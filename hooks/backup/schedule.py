@@ -1,0 +1,106 @@
+"""Whether the API server takes ``spec.backup.schedule`` for a CronJob, checked before the CronJob is written.
+
+The CRD's pattern takes five fields or a macro; the API server parses each field (Kubernetes' cron parser:
+ranges, lists, steps, month and weekday names) and refuses the CronJob otherwise. Written anyway, that refusal
+would be a sync error, and the CronJob would keep the old schedule with nothing said. Checked here, the hooks
+keep the CronJob as it is and say why, naming the field (``lifecycle/wording/degraded``). The rules are the
+parser's; ``tests/cluster/test_backup_schedule.py`` holds them to the real API server.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# The macros the CRD's pattern takes; the parser knows each.
+DESCRIPTORS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1
+    )
+}
+WEEKDAYS = {name: number for number, name in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
+INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    what: str
+    low: int
+    high: int
+    names: dict[str, int] = field(default_factory=dict)
+
+
+FIELDS = (
+    Bounds("minute", 0, 59),
+    Bounds("hour", 0, 23),
+    Bounds("day of month", 1, 31),
+    Bounds("month", 1, 12, MONTHS),
+    Bounds("day of week", 0, 6, WEEKDAYS),
+)
+
+
+def problem(schedule: str) -> str | None:
+    """Why the API server would refuse ``schedule`` for a CronJob; None when it takes it."""
+    if "TZ" in schedule:
+        return "a time zone in the schedule is refused (CronJob's own timeZone field is not offered here)"
+    if schedule.startswith("@"):
+        return None if schedule in DESCRIPTORS else f"unrecognized macro {schedule}"
+    fields = schedule.split()
+    if len(fields) != len(FIELDS):
+        return f"expected exactly {len(FIELDS)} fields, found {len(fields)}"
+    for text, bounds in zip(fields, FIELDS, strict=True):
+        for expr in (each for each in text.split(",") if each):
+            said = _range(expr, bounds)
+            if said is not None:
+                return f"{bounds.what} {expr!r}: {said}"
+    return None
+
+
+def _range(expr: str, bounds: Bounds) -> str | None:
+    """One element of a field's list: ``*``, ``?``, ``a``, ``a-b``, each with an optional ``/step``."""
+    parts = expr.split("/")
+    if len(parts) > 2:
+        return "too many slashes"
+    ends = parts[0].split("-")
+    if ends[0] in ("*", "?"):
+        start, end = bounds.low, bounds.high  # the parser reads nothing after a star
+    else:
+        if len(ends) > 2:
+            return "too many hyphens"
+        numbers = [_number(each, bounds) for each in ends]
+        if None in numbers:
+            return f"{next(each for each, n in zip(ends, numbers, strict=True) if n is None)!r} is not a number"
+        start = end = numbers[0] or 0
+        if len(numbers) == 2:
+            end = numbers[1] or 0
+    if len(parts) == 2:
+        step = _number(parts[1], Bounds("step", 0, 0))
+        if step is None:
+            return f"step {parts[1]!r} is not a number"
+        if len(ends) == 1:
+            end = bounds.high  # "a/step" runs from a to the field's end
+        if step == 0:
+            return "a step must be positive"
+    return _within(start, end, bounds)
+
+
+def _within(start: int, end: int, bounds: Bounds) -> str | None:
+    if start < 0 or end < 0:
+        return "a negative number is refused"
+    if start < bounds.low:
+        return f"below the minimum {bounds.low}"
+    if end > bounds.high:
+        return f"above the maximum {bounds.high}"
+    if start > end:
+        return "its range begins after it ends"
+    return None
+
+
+def _number(text: str, bounds: Bounds) -> int | None:
+    """A number, or a name of the field's (any case); None for anything else."""
+    named = bounds.names.get(text.lower())
+    if named is not None:
+        return named
+    return int(text) if INTEGER.fullmatch(text) else None
