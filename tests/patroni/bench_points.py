@@ -16,31 +16,15 @@ import pytest
 from bench.points import FIGURES_ENV, RUNS_ENV, SECONDS_ENV, SHARDS_ENV, longest_wait, median_wait
 from hooks.spec import ShardDBSpec
 from testbed.real.controlplane import ControlPlane
-from tools.image.builders import ulimits_below_own
 from tools.image.patroni import PatroniImages
 
 from ..support.kube import Kube
 from .conftest import IMAGES, new_shard
-from .members import DB_PORT, PASSWORDS, Member, podman, start_member
-from .stores import SUPERUSER_SECRET, leading, run_restore_point_job
+from .members import Member, podman, start_member
+from .stores import SUPERUSER_SECRET, WRITER, client, leading, run_restore_point_job
 
 KIND = "recipe"
 PARENT = "orders"
-# One insert per shard per round; "<shard> <round> <epoch seconds>" per acknowledged insert.
-WRITER = """
-import sys, time, psycopg2
-seconds, hosts = float(sys.argv[1]), sys.argv[2:]
-sessions = [psycopg2.connect(host=host, dbname="postgres", sslmode="require") for host in hosts]
-for session in sessions:
-    session.autocommit = True
-end, number = time.time() + seconds, 0
-while time.time() < end:
-    number += 1
-    for shard, session in enumerate(sessions):
-        with session.cursor() as cursor:
-            cursor.execute("INSERT INTO rounds VALUES (%s)", (number,))
-        print(shard, number, time.time(), flush=True)
-"""
 # The baseline: the same points, one shard after another, nothing paused.
 BASELINE = """
 import sys, time, psycopg2
@@ -53,18 +37,7 @@ for session in sessions:
     session.commit()
 print(f"spread {(time.monotonic() - start) * 1000:.1f} ms")
 """
-CLIENT_ENV = ("--env", "PGUSER=postgres", "--env", f"PGPASSWORD={PASSWORDS['PATRONI_SUPERUSER_PASSWORD']}",
-              "--env", f"PGPORT={DB_PORT}")  # fmt: skip
 LEAD_SECONDS = 2.0  # the client writes this long before the baseline, and between the two
-
-
-def client(image: str, name: str, args: list[str], program: str, detach: bool = False) -> str:
-    return podman(
-        "run", *(["--detach"] if detach else ["--rm"]), "--name", name, "--pull", "never", "--network", "host",
-        "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", *ulimits_below_own(),
-        *CLIENT_ENV, "--entrypoint", json.dumps(["python3"]), image, "-c", program, *args,
-        timeout=300.0,
-    )  # fmt: skip
 
 
 def one_run(primaries: list[Member], image: str, spec: ShardDBSpec, run: str, seconds: float) -> tuple[float, ...]:
@@ -72,11 +45,11 @@ def one_run(primaries: list[Member], image: str, spec: ShardDBSpec, run: str, se
     the Job, during the baseline, the median wait)."""
     hosts = [member.address for member in primaries]
     writer = f"bench-points-writer-{run}"
-    client(image, writer, [str(seconds), *hosts], WRITER, detach=True)
+    client(image, writer, WRITER, [str(seconds), *hosts], detach=True)
     try:
         time.sleep(LEAD_SECONDS)
         started = time.time()
-        said = client(image, f"bench-points-baseline-{run}", [f"baseline-{run}", *hosts], BASELINE)
+        said = client(image, f"bench-points-baseline-{run}", BASELINE, [f"baseline-{run}", *hosts])
         baseline = (started, time.time())
         time.sleep(LEAD_SECONDS)
         started = time.time()

@@ -229,3 +229,34 @@ def run_restore_point_job(parent: str, spec: ShardDBSpec, primaries: list[Member
         "--entrypoint", json.dumps(command[:1]), image, *command[1:],
         timeout=300.0,
     )  # fmt: skip
+
+
+# A client of every shard in the member image (its Python, Patroni's driver): rounds of one insert per shard, each
+# acknowledged before the next, as fast as it can for ``seconds``; "<shard> <round> <epoch seconds>" per insert.
+WRITER = """
+import sys, time, psycopg2
+seconds, hosts = float(sys.argv[1]), sys.argv[2:]
+sessions = [psycopg2.connect(host=host, dbname="postgres", sslmode="require") for host in hosts]
+for session in sessions:
+    session.autocommit = True
+end, number = time.time() + seconds, 0
+while time.time() < end:
+    number += 1
+    for shard, session in enumerate(sessions):
+        with session.cursor() as cursor:
+            cursor.execute("INSERT INTO rounds VALUES (%s)", (number,))
+        print(shard, number, time.time(), flush=True)
+"""
+
+
+def client(image: str, name: str, program: str, args: list[str], *, detach: bool = False) -> str:
+    """``program`` run by the member image's Python on the host's network as the superuser, restricted as a pod is:
+    its output, or with ``detach`` its container's id (its name is ``name``)."""
+    password = PASSWORDS["PATRONI_SUPERUSER_PASSWORD"]
+    return podman(
+        "run", "--detach" if detach else "--rm", "--name", name, "--pull", "never", "--network", "host",
+        "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", *ulimits_below_own(),
+        "--env", "PGUSER=postgres", "--env", f"PGPASSWORD={password}", "--env", f"PGPORT={DB_PORT}",
+        "--entrypoint", json.dumps(["python3"]), image, "-c", program, *args,
+        timeout=300.0,
+    )  # fmt: skip

@@ -11,7 +11,6 @@ image: the Job runs in the image users build).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,15 +19,16 @@ import pytest
 
 from testbed.real.controlplane import ControlPlane
 from testbed.real.objectstore import ObjectStore
-from tools.image.builders import ulimits_below_own
 from tools.image.patroni import PatroniImages
 
 from ..support.kube import Kube
 from .conftest import IMAGES, new_shard
-from .members import DB_PORT, PASSWORDS, Member, podman, start_member, wait_for
+from .members import Member, podman, start_member, wait_for
 from .stores import (
+    WRITER,
     bootstrapping,
     ca_volumes,
+    client,
     leading,
     resolved_env,
     restored_spec,
@@ -42,24 +42,6 @@ KIND = "recipe"
 POINT = "before-late"
 WRITE_SECONDS = 8  # the client's run; the Job starts after LEAD seconds of it
 LEAD = 3.0
-
-# Rounds of one insert per shard, each acknowledged before the next; "<shard> <number> <epoch seconds>" each.
-WRITER = """
-import sys, time, psycopg2
-hosts, seconds = sys.argv[1:3], float(sys.argv[3])
-sessions = []
-for host in hosts:
-    session = psycopg2.connect(host=host, dbname="postgres", sslmode="require", application_name="writer")
-    session.autocommit = True
-    sessions.append(session)
-end, number = time.time() + seconds, 0
-while time.time() < end:
-    number += 1
-    for shard, session in enumerate(sessions):
-        with session.cursor() as cursor:
-            cursor.execute("INSERT INTO rounds VALUES (%s)", (number,))
-        print(shard, number, time.time(), flush=True)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +60,7 @@ class Pointed:
 def write(members: list[Member], image: str, seconds: int) -> str:
     """The client, detached; its container's name."""
     name = f"sharddb-writer-{members[0].container}"
-    podman(
-        "run", "--detach", "--name", name, "--pull", "never", "--network", "host", "--read-only",
-        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", *ulimits_below_own(),
-        "--env", "PGUSER=postgres", "--env", f"PGPASSWORD={PASSWORDS['PATRONI_SUPERUSER_PASSWORD']}",
-        "--env", f"PGPORT={DB_PORT}", "--entrypoint", json.dumps(["python3"]), image,
-        "-c", WRITER, *(member.address for member in members), str(seconds),
-    )  # fmt: skip
+    client(image, name, WRITER, [str(seconds), *(member.address for member in members)], detach=True)
     return name
 
 
