@@ -195,6 +195,8 @@ ROLLOUT = "rollout"
 SUPERUSER = "postgres"
 # The base backups' CronJob and its Jobs' pods (``backup/cronjob.py``).
 BACKUP = "backup"
+# The Job controller's label on each pod of a Job: the Job's name.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 # Kubernetes refuses a longer CronJob name: its Jobs are named ``<cronjob>-<minutes since the epoch>``.
 CRONJOB_NAME_MAX = 52
 

@@ -350,9 +350,6 @@ def _seed_jobs(name: str, jobs: Iterable[Job]) -> Iterable[SeedJobView]:
         )
 
 
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-
-
 def _podless(jobs: tuple[SeedJobView, ...], name: str, found: Iterable[Pod]) -> tuple[SeedJobView, ...]:
     """Keep a Job's podless mark only where no pod of it is observed (its pod's event came first).
 
@@ -362,7 +359,7 @@ def _podless(jobs: tuple[SeedJobView, ...], name: str, found: Iterable[Pod]) -> 
 
     def has_pod(job: str) -> bool:
         return any(
-            pod.metadata.labels.get(JOB_NAME_LABEL) == job
+            pod.metadata.labels.get(names.JOB_NAME_LABEL) == job
             or pod.metadata.labels.get("job-name") == job
             or pod.metadata.name.startswith(f"{job}-")
             for pod in pods

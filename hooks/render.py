@@ -74,8 +74,11 @@ def base_backups(parent: str, spec: ShardDBSpec, backup: Backup, shards: int) ->
 def restore_points(parent: str, spec: ShardDBSpec, shards: int) -> Obj:
     """The restore points' CronJob, never scheduled: its Jobs, run by hand, pause writes and mark every shard."""
     the_env = backup_restore_points.env(spec.db.port, spec.db.env)
-    pod = scripts.script_pod(parent, spec, backup_restore_points.SUFFIX, "", the_env)
-    return backup_restore_points.cronjob(parent, shards, pod)
+    program = backup_restore_points.PROGRAM
+    pod = scripts.script_pod(
+        parent, spec, backup_restore_points.SUFFIX, program, the_env, interpreter=("python3", "-c")
+    )
+    return backup_restore_points.restore_points(parent, shards, pod)
 
 
 def members(snap: Snapshot, decision: Decision) -> list[Obj]:

@@ -94,12 +94,16 @@ def script(parent: str, backup: Backup, shards: int, port: int) -> str:
     return "".join(lines)
 
 
-def env(backup: Backup, port: int, db_env: list[Obj]) -> list[Obj]:
-    """libpq's login (the superuser's password from the same entry of ``spec.db.env`` Patroni reads it from) and
-    boto3's environment, for retention."""
+def login(port: int, db_env: list[Obj]) -> list[Obj]:
+    """libpq's login as the superuser, its password from the same entry of ``spec.db.env`` Patroni reads it from:
+    the base backups' and the restore points' Jobs alike."""
     password = [{**entry, "name": "PGPASSWORD"} for entry in db_env if entry.get("name") == PASSWORD_SOURCE]
-    login = [{"name": "PGPORT", "value": str(port)}, {"name": "PGUSER", "value": SUPERUSER}]
-    return [*login, *password[:1], *member.env(backup)]
+    return [{"name": "PGPORT", "value": str(port)}, {"name": "PGUSER", "value": SUPERUSER}, *password[:1]]
+
+
+def env(backup: Backup, port: int, db_env: list[Obj]) -> list[Obj]:
+    """libpq's login and boto3's environment, for retention."""
+    return [*login(port, db_env), *member.env(backup)]
 
 
 def cronjob(parent: str, backup: Backup, pod: Obj) -> Obj:

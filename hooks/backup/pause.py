@@ -80,10 +80,12 @@ def mark(held: list[tuple[str, Any]], name: str) -> None:
 
 
 def release(held: list[tuple[str, Any]]) -> None:
-    """Every lock let go (a session already broken has none left to hold)."""
+    """Every lock let go, then every session closed (a broken session holds no lock)."""
     for _, session in held:
-        with contextlib.suppress(Exception):  # a broken session holds no lock
+        with contextlib.suppress(Exception):
             session.rollback()
+    for _, session in held:
+        session.close()
 
 
 def attempt(driver: Any, hosts: list[str], name: str) -> bool:
@@ -93,18 +95,13 @@ def attempt(driver: Any, hosts: list[str], name: str) -> bool:
         started = hold(held)
     except driver.errors.LockNotAvailable as error:
         release(held)
-        for _, session in held:
-            session.close()
         say(f"a lock waited over {LOCK_TIMEOUT_MS} ms ({str(error).strip()}); every lock released, no point written")
         return False
     try:
         mark(held, name)
     finally:
         release(held)
-        paused = (time.monotonic() - started) * 1000
-        say(f"writes paused {paused:.1f} ms")
-        for _, session in held:
-            session.close()
+        say(f"writes paused {(time.monotonic() - started) * 1000:.1f} ms")
     say(f"restore point {name} on every shard")
     return True
 

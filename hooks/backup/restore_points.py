@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import names
-from ..names import SUPERUSER
-from . import pause
+from . import cronjob, pause
 
 Obj = dict[str, Any]
 
@@ -31,8 +30,7 @@ SUFFIX = "point"
 SCHEDULE = "@yearly"
 HISTORY = 3
 DEADLINE_SECONDS = 300  # ATTEMPTS lock timeouts and their pauses fit well within it
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-PASSWORD_SOURCE = "PATRONI_SUPERUSER_PASSWORD"
+JOB_NAME_FIELD = f"metadata.labels['{names.JOB_NAME_LABEL}']"
 PROGRAM = Path(pause.__file__).read_text(encoding="utf-8")
 
 
@@ -41,37 +39,26 @@ def name(parent: str) -> str:
     return f"{parent}-{SUFFIX}"
 
 
-def command(parent: str, shards: int) -> list[str]:
-    """The program, then each shard's primary Service."""
-    hosts = [names.role_service_name(parent, shard, names.PRIMARY) for shard in range(shards)]
-    return ["python3", "-c", PROGRAM, *hosts]
+def hosts(parent: str, shards: int) -> list[str]:
+    """Each shard's primary Service, the program's arguments."""
+    return [names.role_service_name(parent, shard, names.PRIMARY) for shard in range(shards)]
 
 
 def env(port: int, db_env: list[Obj]) -> list[Obj]:
-    """libpq's login (the superuser's password from the entry of ``spec.db.env`` Patroni reads it from), and the
-    point's name: the Job's."""
-    password = [{**entry, "name": "PGPASSWORD"} for entry in db_env if entry.get("name") == PASSWORD_SOURCE]
-    login = [
-        {"name": "PGPORT", "value": str(port)},
-        {"name": "PGUSER", "value": SUPERUSER},
-        {"name": "PGSSLMODE", "value": "require"},
-        {"name": "PGCONNECT_TIMEOUT", "value": "10"},
-    ]
-    point = {"name": pause.NAME_ENV, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": _label()}}}
-    return [*login, *password[:1], point]
+    """The base backups' Job's login, over TLS only, and the point's name: the Job's."""
+    point = {"name": pause.NAME_ENV, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": JOB_NAME_FIELD}}}
+    tls = [{"name": "PGSSLMODE", "value": "require"}, {"name": "PGCONNECT_TIMEOUT", "value": "10"}]
+    return [*cronjob.login(port, db_env), *tls, point]
 
 
-def _label() -> str:
-    return f"metadata.labels['{JOB_NAME_LABEL}']"
-
-
-def cronjob(parent: str, shards: int, pod: Obj) -> Obj:
-    """Suspended; each Job once (no retry), as the pod ``pod`` (no token)."""
+def restore_points(parent: str, shards: int, pod: Obj) -> Obj:
+    """Suspended; each Job once (no retry), as the pod ``pod`` runs ``PROGRAM``, given each shard's primary, with
+    no token."""
     (container,) = pod["containers"]
     pod = {
         **pod,
         "automountServiceAccountToken": False,  # it never speaks to the API server
-        "containers": [{**container, "command": command(parent, shards)}],
+        "containers": [{**container, "command": [*container["command"], *hosts(parent, shards)]}],
     }
     labels = names.labels(parent, names.BACKUP)
     return {

@@ -58,6 +58,12 @@ def problem(schedule: str) -> str | None:
     return None
 
 
+def kept(asked: str, running: str | None) -> str | None:
+    """The schedule the CronJob is written with: ``asked``, or while the API server would refuse it, the one the
+    CronJob runs on (None when there is none yet: no CronJob is made until the schedule is fixed)."""
+    return asked if problem(asked) is None else running
+
+
 def _range(expr: str, bounds: Bounds) -> str | None:
     """One element of a field's list: ``*``, ``?``, ``a``, ``a-b``, each with an optional ``/step``."""
     parts = expr.split("/")
@@ -69,12 +75,13 @@ def _range(expr: str, bounds: Bounds) -> str | None:
     else:
         if len(ends) > 2:
             return "too many hyphens"
-        numbers = [_number(each, bounds) for each in ends]
-        if None in numbers:
-            return f"{next(each for each, n in zip(ends, numbers, strict=True) if n is None)!r} is not a number"
-        start = end = numbers[0] or 0
-        if len(numbers) == 2:
-            end = numbers[1] or 0
+        numbers = []
+        for each in ends:
+            number = _number(each, bounds)
+            if number is None:
+                return f"{each!r} is not a number"
+            numbers.append(number)
+        start, end = numbers[0], numbers[-1]
     if len(parts) == 2:
         step = _number(parts[1], Bounds("step", 0, 0))
         if step is None:

@@ -47,14 +47,10 @@ BACKUP_SCHEDULE_REFUSED = "BackupScheduleRefused"
 
 
 def kept_schedule(snap: Snapshot) -> str | None:
-    """The base backups' CronJob's schedule: the spec's, or while the API server would refuse it, the one the
-    CronJob has (None when it has none yet: no CronJob is made until the schedule is fixed)."""
-    backup = snap.spec.backup
-    if backup is None:
+    """The base backups' CronJob's schedule (``schedule.kept``), from what the snapshot asks and observes."""
+    if snap.spec.backup is None:
         return None
-    if schedule.problem(backup.schedule) is None:
-        return backup.schedule
-    return snap.base_backups.schedule if snap.base_backups is not None else None
+    return schedule.kept(snap.spec.backup.schedule, snap.base_backups.schedule if snap.base_backups else None)
 
 
 def schedule_refused(snap: Snapshot) -> list[tuple[str, str]]:
