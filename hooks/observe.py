@@ -78,6 +78,7 @@ def _base_backups(name: str, children: Children | None) -> BaseBackups | None:
                 clock.parse(status.last_successful_time),
                 bool(status.active),
                 cronjob.spec.schedule,
+                clock.parse(cronjob.metadata.creation_timestamp),
             )
     return None
 

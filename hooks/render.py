@@ -6,6 +6,7 @@ server fills in, so Metacontroller's in-place updates touch exactly these.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from . import clock, last_applied, names, pod_templates, scripts, template_choice
@@ -148,19 +149,23 @@ def status(decision: Decision, conditions: list[Obj]) -> Obj:
     if decision.unrecorded_generation is not None:
         out[template_choice.UNRECORDED_GENERATION] = decision.unrecorded_generation
     if decision.base_backup_runs is not None:
-        out["backup"] = backup_status(decision.base_backup_runs)
+        out["backup"] = backup_status(decision.base_backup_runs, decision.base_backup_due)
     if decision.replication is not None and decision.replication.patroni:
         out["replication"] = replication_status(decision.replication, decision.shard_health)
     return out
 
 
-def backup_status(runs: BaseBackups) -> Obj:
-    """What the base backups' CronJob records, each time only once it has one."""
+def backup_status(runs: BaseBackups, due: datetime | None) -> Obj:
+    """What the base backups' CronJob records, and when the next run is due, each only once it is known."""
     out: Obj = {}
     if runs.scheduled is not None:
         out["lastScheduleTime"] = clock.rfc3339(runs.scheduled)
     if runs.succeeded is not None:
         out["lastSuccessfulTime"] = clock.rfc3339(runs.succeeded)
+    if due is not None:
+        out["nextScheduleTime"] = clock.rfc3339(due)
+    if runs.running:
+        out["running"] = True
     return out
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from . import schedule as cron
+
 
 @dataclass(frozen=True)
 class BaseBackups:
@@ -20,6 +22,7 @@ class BaseBackups:
     succeeded: datetime | None  # when the last successful run ended
     running: bool  # a run is active
     schedule: str | None = None  # the CronJob's schedule, as stored
+    created: datetime | None = None  # the CronJob's creationTimestamp: before a first success, due counts from it
 
     @property
     def failed(self) -> bool:
@@ -27,3 +30,13 @@ class BaseBackups:
         if self.running or self.scheduled is None:
             return False
         return self.succeeded is None or self.succeeded < self.scheduled
+
+
+def due(runs: BaseBackups | None, schedule: str | None) -> datetime | None:
+    """When the next base backup is due: the schedule's first time after the last success (before the first, after
+    the CronJob was made). It moves only when a run succeeds or the schedule changes, so the status that carries it
+    is not rewritten as time passes; a time in the past is a run due now, running, or missed (the overdue alert)."""
+    if runs is None or schedule is None:
+        return None
+    since = runs.succeeded or runs.created
+    return cron.following(schedule, since) if since is not None else None

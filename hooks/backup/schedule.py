@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 
 # The macros the CRD's pattern takes; the parser knows each.
 DESCRIPTORS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
@@ -111,3 +112,89 @@ def _number(text: str, bounds: Bounds) -> int | None:
     if named is not None:
         return named
     return int(text) if INTEGER.fullmatch(text) else None
+
+
+# Macros as the parser expands them.
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+# The parser looks this far ahead for a time that matches (a 30th of February never does) and gives up after.
+HORIZON_DAYS = 5 * 366
+
+
+@dataclass(frozen=True)
+class Times:
+    """A schedule's fields as the sets of values each takes; a star (no step over 1) in either day field makes the
+    day match on both fields, otherwise on either (the parser's rule, as cron's)."""
+
+    minutes: frozenset[int]
+    hours: frozenset[int]
+    days: frozenset[int]
+    months: frozenset[int]
+    weekdays: frozenset[int]
+    any_day: bool
+
+    def day(self, when: date) -> bool:
+        on_day, on_weekday = when.day in self.days, (when.weekday() + 1) % 7 in self.weekdays
+        if self.any_day:
+            return on_day and on_weekday
+        return on_day or on_weekday
+
+
+def times(schedule: str) -> Times | None:
+    """The schedule's sets of values; None when the API server would refuse it."""
+    if problem(schedule) is not None:
+        return None
+    fields = MACROS.get(schedule, schedule).split()
+    minutes, hours, days, months, weekdays = (
+        frozenset[int]().union(*(_values(each, bounds) for each in text.split(",") if each))
+        for text, bounds in zip(fields, FIELDS, strict=True)
+    )
+    any_day = any(_starred(each) for text in (fields[2], fields[4]) for each in text.split(","))
+    return Times(minutes, hours, days, months, weekdays, any_day)
+
+
+def following(schedule: str, after: datetime) -> datetime | None:
+    """The schedule's first time strictly after ``after`` (UTC, as the CronJob controller runs a CronJob without a
+    time zone); None for a refused schedule, or one with no time within the parser's horizon."""
+    parsed = times(schedule)
+    if parsed is None:
+        return None
+    after = after.astimezone(UTC)
+    start = after.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    for offset in range(HORIZON_DAYS):
+        when = start.date() + timedelta(days=offset)
+        if when.month not in parsed.months or not parsed.day(when):
+            continue
+        for hour in sorted(parsed.hours):
+            for minute in sorted(parsed.minutes):
+                moment = datetime(when.year, when.month, when.day, hour, minute, tzinfo=UTC)
+                if moment >= start:
+                    return moment
+    return None
+
+
+def _starred(expr: str) -> bool:
+    """A star (or ``?``) with no step over 1: the parser marks the field as any."""
+    base, _, step = expr.partition("/")
+    return base in ("*", "?") and (not step or int(step) <= 1)
+
+
+def _values(expr: str, bounds: Bounds) -> frozenset[int]:
+    """The values one element of a field's list (already checked by ``problem``) takes."""
+    base, _, step_text = expr.partition("/")
+    ends = base.split("-")
+    if ends[0] in ("*", "?"):
+        start, end = bounds.low, bounds.high
+    else:
+        numbers = [_number(each, bounds) for each in ends]
+        start, end = int(numbers[0] or 0), int(numbers[-1] or 0)
+        if step_text and len(ends) == 1:
+            end = bounds.high
+    return frozenset(range(start, end + 1, int(step_text) if step_text else 1))

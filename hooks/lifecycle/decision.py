@@ -114,6 +114,8 @@ class Decision:
     backup_schedule: str | None = None
     # What the base backups' CronJob records of its runs, for the status (None: no backup, or no CronJob yet).
     base_backup_runs: BaseBackups | None = None
+    # When the next base backup is due (``backup/runs.due``), for the status; None: no CronJob or no schedule.
+    base_backup_due: datetime | None = None
 
     @property
     def members(self) -> bool:

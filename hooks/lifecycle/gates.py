@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .. import names
+from ..backup import runs
 from ..replication import roles
 from ..replication import shape as replication
 from ..replication.roles import RoleTrouble
@@ -220,6 +221,7 @@ def _decision(
         base_backups=spec.backup is not None and outcome.plan is not None and outcome.plan.patroni,
         backup_schedule=kept_schedule(snap),
         base_backup_runs=snap.base_backups if spec.backup is not None else None,
+        base_backup_due=runs.due(snap.base_backups, kept_schedule(snap)) if spec.backup is not None else None,
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
 

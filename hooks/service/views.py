@@ -1,5 +1,6 @@
-"""Each ShardDB's view as this replica last answered it, exported as gauges: its conditions, phase and shards, and
-per shard with members, Patroni's roles as the status names them.
+"""Each ShardDB's view as this replica last answered it, exported as gauges: its conditions, phase and shards, per
+shard with members, Patroni's roles as the status names them, and for a ShardDB that backs up, its base backups'
+last success, next due time and whether one runs (what the overdue alert reads).
 
 Several replicas sit behind one Service and each sees only the syncs it served, so every series carries
 the ShardDB's ``namespace`` and ``name`` and the time of that sync; the shipped recording rules keep, per
@@ -87,6 +88,15 @@ class ShardView:
 
 
 @dataclass(frozen=True)
+class BaseBackupView:
+    """The base backups as the answer's ``status.backup`` gave them: Unix seconds, None until known."""
+
+    last_success: float | None
+    next_due: float | None
+    running: bool
+
+
+@dataclass(frozen=True)
 class View:
     """What one answer said of one ShardDB, and when: the per-ShardDB series are made of it."""
 
@@ -100,6 +110,7 @@ class View:
     request_digest: str  # a 304 for the same request is a sync that found the same answer
     members: int | None = None  # spec.replication.members as applied; None: single copies
     shards: tuple[ShardView, ...] = ()
+    base_backups: BaseBackupView | None = None  # only a ShardDB that backs up, once its CronJob exists
 
 
 def _known(value: str, known: frozenset[str]) -> str:
@@ -120,8 +131,20 @@ def view_of(body: Mapping[str, Any], request_digest: str, at: datetime) -> View:
         desired_shards=int(status["shards"]),
         synced_at=at.timestamp(),
         request_digest=request_digest,
+        base_backups=_base_backups(status.get("backup")),
         **_replication(status.get("replication")),
     )
+
+
+def _base_backups(backup: Mapping[str, Any] | None) -> BaseBackupView | None:
+    if backup is None:
+        return None
+
+    def seconds(key: str) -> float | None:
+        text = backup.get(key)
+        return datetime.fromisoformat(text).timestamp() if text else None
+
+    return BaseBackupView(seconds("lastSuccessfulTime"), seconds("nextScheduleTime"), bool(backup.get("running")))
 
 
 def _replication(replication: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -233,7 +256,8 @@ class ShardDBViews(Collector):
             ready.add_metric(key, float(view.ready_shards))
             desired.add_metric(key, float(view.desired_shards))
             synced.add_metric(key, view.synced_at)
-            _add_replication(families[7:], key, view)
+            _add_replication(families[7:12], key, view)
+            _add_base_backups(families[12:], key, view.base_backups)
         for key, at in finalizes:
             finalized.add_metric(key, at)
         return families
@@ -253,6 +277,19 @@ def _add_replication(families: tuple[GaugeMetricFamily, ...], key: tuple[str, st
                 receive.add_metric((*at, lag.member), float(lag.receive_mib * MEBIBYTE))
             if lag.replay_mib is not None:
                 replay.add_metric((*at, lag.member), float(lag.replay_mib * MEBIBYTE))
+
+
+def _add_base_backups(
+    families: tuple[GaugeMetricFamily, ...], key: tuple[str, str], seen: BaseBackupView | None
+) -> None:
+    last_success, next_due, running = families
+    if seen is None:
+        return
+    if seen.last_success is not None:
+        last_success.add_metric(key, seen.last_success)
+    if seen.next_due is not None:
+        next_due.add_metric(key, seen.next_due)
+    running.add_metric(key, float(seen.running))
 
 
 def _families() -> tuple[GaugeMetricFamily, ...]:
@@ -306,5 +343,27 @@ def _families() -> tuple[GaugeMetricFamily, ...]:
             "A standby's replayed WAL behind its primary's, in whole MiB rounded down, as the receive lag is.",
             "shard",
             "member",
+        ),
+        *_base_backup_families(),
+    )
+
+
+def _base_backup_families() -> tuple[GaugeMetricFamily, ...]:
+    return (
+        GaugeMetricFamily(
+            "sharddb_base_backup_last_success_timestamp_seconds",
+            "When the last base backup run that succeeded ended (status.backup.lastSuccessfulTime), in Unix seconds.",
+            labels=KEY,
+        ),
+        GaugeMetricFamily(
+            "sharddb_base_backup_next_schedule_timestamp_seconds",
+            "When the next base backup is due (status.backup.nextScheduleTime): the schedule's first time after the "
+            "last success, in Unix seconds; in the past, a run is due, going, or missed.",
+            labels=KEY,
+        ),
+        GaugeMetricFamily(
+            "sharddb_base_backup_running",
+            "1 while a base backup run is going (status.backup.running), else 0.",
+            labels=KEY,
         ),
     )

@@ -185,7 +185,11 @@ SITUATIONS: dict[str, list[Snapshot]] = {
     ],
     "storage-immutable.md": [available(spec=spec(storage={"size": "2Gi"}))],
     "base-backup-failed.md": [
-        available(spec=spec(backup={"objectStore": STORE}), base_backups=BaseBackups(T0, None, running=False))
+        available(spec=spec(backup={"objectStore": STORE}), base_backups=BaseBackups(T0, None, running=False)),
+        available(  # a CronJob made two days ago that never ran: overdue, yet nothing failed
+            spec=spec(backup={"objectStore": STORE}),
+            base_backups=BaseBackups(None, None, running=False, created=T0 - timedelta(days=2)),
+        ),
     ],
     "archive-folder-used.md": [
         snapshot(

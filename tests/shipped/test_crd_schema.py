@@ -16,7 +16,7 @@ from hooks import corev1, handler, names
 from hooks.lifecycle import Phase
 from hooks.spec import SELECTOR_LABELS, ShardDBSpec
 from testbed.models.world import World, bring_up
-from tests.support.backups import with_runs
+from tests.support.backups import RUNS_WITH_ONE_GOING, with_runs
 from tests.support.crds import schema_errors
 from tests.support.hook import direct
 from tests.support.replication import failed_over, stages
@@ -200,10 +200,8 @@ def test_status_schema_declares_every_field_written_for_shards_with_members() ->
 
 
 def _backing_up_status() -> dict[str, Any]:
-    """A running ShardDB that backs up, its CronJob's last run failed after an earlier success."""
-    status: dict[str, Any] = with_runs(
-        {"lastScheduleTime": "2026-12-07T00:00:00Z", "lastSuccessfulTime": "2026-12-06T00:41:07Z"}
-    )["status"]
+    """A running ShardDB that backs up, its CronJob's last run failed after an earlier success, and a run going."""
+    status: dict[str, Any] = with_runs(RUNS_WITH_ONE_GOING)["status"]
     return status
 
 

@@ -30,6 +30,7 @@ from tools import monitoring
 
 from ..support import alerts as fast_clock
 from ..support import replication as with_members
+from ..support.backups import RUNS_WITH_ONE_GOING, STORE, cronjob_recording
 from ..support.crds import one
 from ..support.hook import over_http
 from ..support.manifests import DEPLOY, HOOK_NAMESPACE, HOOK_SERVICE, KUBERNETES_VERSION, container, render, webhooks
@@ -51,8 +52,8 @@ def run_promtool(*args: str, cwd: Path = PROMETHEUS) -> subprocess.CompletedProc
 
 @cache
 def served_metrics() -> str:
-    """What the hooks serve once one ShardDB is up, another finalized and a third runs members: every series the rules
-    read."""
+    """What the hooks serve once one ShardDB is up, another finalized and a third runs members and backs up, a base
+    backup going: every series the rules read."""
     with TestClient(create_app()) as client:
         bring_up(World(sharddb("shop")), over_http(client))
         tear_down(World(sharddb("gone")), over_http(client))
@@ -62,8 +63,10 @@ def served_metrics() -> str:
             *[with_members.sync_record(shard) for shard in range(2)],
             with_members.member_pod(0, 2, None, streaming=False),
         ]
-        members = with_members.parent(members_count=3)
-        over_http(client)(with_members.request(members, with_members.applied(running["children"]), marks), False)
+        members = with_members.parent({"backup": {"objectStore": STORE}}, members_count=3)
+        children = with_members.applied(running["children"])
+        children["CronJob.batch/v1"] = {"demo-backup": cronjob_recording(RUNS_WITH_ONE_GOING)}
+        over_http(client)(with_members.request(members, children, marks), False)
         text: str = client.get("/metrics").text
         return text
 

@@ -7,8 +7,9 @@ ships: the CRD and a strict reader of its schema (``crds``), Kubernetes' own sch
 (``budget``), Dockerfiles (``dockerfiles``), the examples on the test images (``examples``) and a
 ShardDB setting every field (``samples``), the rendered manifests (``manifests``), the shipped alert
 rules on a faster clock (``alerts``), the reasons the lifecycle can give (``reasons``), a throwaway
-CA (``pki``), ShardDBs with members (``replication``), ShardDBs that back up (``backups``) and the
-prober that finds two primaries (``writable``). On a real stack: the API server's test client (``kube``), ShardDBs on it
-(``sharddbs``), the tiers' shared fixtures (``stacks``) and markers (``markers``), and the evidence
-a failing test keeps (``evidence``). From outside the repository: ``prerequisites``, ``recorded``.
+CA (``pki``), ShardDBs with members (``replication``), ShardDBs that back up (``backups``), CronJob schedules to try
+(``schedules``) and the prober that finds two primaries (``writable``). On a real stack: the API server's test
+client (``kube``), ShardDBs on it (``sharddbs``), the tiers' shared fixtures (``stacks``) and markers
+(``markers``), and the evidence a failing test keeps (``evidence``). From outside the repository:
+``prerequisites``, ``recorded``.
 """

@@ -27,3 +27,22 @@ def with_runs(status: Obj) -> Obj:
     children = applied(reply["children"])
     children["CronJob.batch/v1"]["demo-backup"]["status"] = status
     return answer(request(body, children, marks))
+
+
+# A CronJob whose last run succeeded, and whose next run is going.
+RUNS_WITH_ONE_GOING = {
+    "lastScheduleTime": "2026-12-07T00:00:00Z",
+    "lastSuccessfulTime": "2026-12-06T00:41:07Z",
+    "active": [{"kind": "Job", "name": "demo-backup-29420640", "namespace": "shop"}],
+}
+
+
+def cronjob_recording(status: Obj) -> Obj:
+    """The base backups' CronJob of ShardDB ``demo`` as observed, recording ``status``."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "demo-backup", "namespace": "shop", "creationTimestamp": "2026-12-01T10:00:00Z"},
+        "spec": {"schedule": "0 0 * * *"},
+        "status": status,
+    }

@@ -3,9 +3,11 @@ ShardDB says why, naming the field (``backup/schedule.py``; held to the API serv
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from hooks import names
+from hooks.backup import schedule
 
 from ...support.backups import STORE
 from ...support.replication import answer, applied, healthy, parent, primary_slice, request, sync_record
@@ -78,3 +80,35 @@ def test_a_fixed_schedule_is_written_and_the_sharddb_is_no_longer_degraded_for_i
     assert found is not None
     assert found["spec"]["schedule"] == "30 2 * * *"
     assert degraded(reply)["reason"] != "BackupScheduleRefused"
+
+
+# --- the next time a schedule runs (held to Kubernetes' own cron parser by tests/cluster/test_backup_times.py) ---
+
+
+def test_a_time_exactly_on_the_schedule_gives_the_next_one_not_itself() -> None:
+    at = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
+    assert schedule.following("0 0 * * *", at) == datetime(2026, 12, 8, 0, 0, tzinfo=UTC)
+
+
+def test_a_day_named_in_both_day_fields_runs_on_either() -> None:
+    at = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)  # a Monday; the 11th is a Friday
+    assert schedule.following("0 0 13 * 5", at) == datetime(2026, 12, 11, 0, 0, tzinfo=UTC)
+
+
+def test_a_star_in_one_day_field_runs_only_where_both_match() -> None:
+    at = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+    assert schedule.following("0 0 */1 * 5", at) == datetime(2026, 12, 11, 0, 0, tzinfo=UTC)
+    assert schedule.following("0 0 13 * *", at) == datetime(2026, 12, 13, 0, 0, tzinfo=UTC)
+
+
+def test_a_time_in_another_zone_is_read_in_utc() -> None:
+    at = datetime(2026, 12, 7, 1, 30, tzinfo=timezone(timedelta(hours=2)))  # 23:30 UTC the day before
+    assert schedule.following("0 0 * * *", at) == datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
+
+
+def test_a_schedule_with_no_time_gives_none() -> None:
+    assert schedule.following("0 0 31 2 *", datetime(2026, 12, 7, tzinfo=UTC)) is None
+
+
+def test_a_refused_schedule_gives_none() -> None:
+    assert schedule.following(REFUSED, datetime(2026, 12, 7, tzinfo=UTC)) is None
