@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pytest
 import yaml
@@ -329,6 +330,15 @@ def test_a_failed_base_backup_leaves_the_sharddb_available(failed_run: Failed) -
 
 def test_the_status_keeps_when_the_last_base_backup_succeeded(failed_run: Failed) -> None:
     assert failed_run.backup_status["lastSuccessfulTime"] < failed_run.backup_status["lastScheduleTime"]
+
+
+def test_the_status_says_the_next_run_was_due_at_the_schedules_first_minute_after_the_last_success(
+    failed_run: Failed,
+) -> None:
+    """The overdue alert's input, stored by the API server as the hooks wrote it, every minute being the schedule."""
+    succeeded = datetime.fromisoformat(failed_run.backup_status["lastSuccessfulTime"])
+    due = succeeded.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    assert failed_run.backup_status["nextScheduleTime"] == due.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_a_new_schedule_restarts_no_member(failed_run: Failed) -> None:
