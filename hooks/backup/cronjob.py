@@ -9,7 +9,9 @@ own session). So the Job needs no API access (no token is mounted), no exec perm
 sidecar in the members; PostgreSQL's port admits it, as it does the seed Job.
 
 One shard at a time, so a node carries one backup's reads; a shard that fails does not stop the next,
-and the Job fails at the end, naming each. Then retention: ``barman-cloud-backup-delete`` in the Job's own
+and the Job fails at the end, naming each. A shard fails too when its primary's ``pg_stat_archiver`` says
+archiving fails: a base backup restores nothing past the last segment archived. Then retention (skipped for
+such a shard, so its older backups stay): ``barman-cloud-backup-delete`` in the Job's own
 pod (the store's credentials and CA, no database) deletes what no restore within the window needs, never
 the newest base backup. The engine's messages go to the member's log; the Job's log says which shard, from
 which member, and whether it ended well.
@@ -38,6 +40,9 @@ BACKOFF_LIMIT = 1  # a failed run is retried once; the next scheduled run tries 
 # A run that could not start within this long of its time (the controller down, the previous one still
 # running) is skipped: the next one comes on schedule.
 STARTING_DEADLINE_SECONDS = 3600
+# How long a failure of the archiver seen by the Job waits to be read again: the archiver retries a failed segment
+# at its next round, at most a minute later (PostgreSQL's archiver wakes at least once a minute).
+ARCHIVER_ROUND_SECONDS = 65
 
 # ``take <scope> <engine's line>``: the backup of one shard, from a standby when one answers.
 TAKE = """\
@@ -63,7 +68,26 @@ SQL
   say "$1: no member to back up from at $1-standby or $1-primary: $why"
   return 1
 }
+# ``archiving <scope>``: whether the shard's primary archives, by its own pg_stat_archiver: a failure after the
+# last segment archived fails the run. Seen once, it is read again after the archiver's next round (it retries a
+# failed segment within a minute), so a store's passing hiccup is not a failure.
+ARCHIVER="SELECT last_failed_wal, last_failed_time FROM pg_catalog.pg_stat_archiver
+  WHERE last_failed_time > coalesce(last_archived_time, '-infinity')"
+archiving() {
+  for attempt in 1 2; do
+    if ! said=$(psql -h "$1-primary" -XAtq -F ' ' -c "$ARCHIVER" 2>&1); then
+      say "$1: archiving not read at $1-primary: $said"
+      return 1
+    fi
+    [ -z "$said" ] && return 0
+    [ "$attempt" = 1 ] && say "$1: the archiver failed ($said); read again after its next round" && sleep RECHECK
+  done
+  say "$1: archiving fails: the last failure (segment, time): $said; nothing archived since, so no backup of it" \
+    "restores past that; the primary's log holds the engine's messages"
+  return 1
+}
 failed=""
+archive_failed=""
 """
 
 END = """\
@@ -78,18 +102,24 @@ say "every shard backed up"
 def script(parent: str, backup: Backup, shards: int, port: int) -> str:
     """The Job's shell script: each shard's backup in order, then retention, then a failure if any step failed."""
     store = backup.object_store
-    lines = [TAKE]
+    lines = [TAKE.replace("RECHECK", str(ARCHIVER_ROUND_SECONDS))]
     for shard in range(shards):
         scope = names.shard_name(parent, shard)
         engine = commands.base_backup(store, scope, SOCKET_DIR, port, SUPERUSER)
         lines.append(f'take {scope} {shlex.quote(commands.line(engine))} || failed="$failed {scope}"\n')
+        archived = f'archive_failed="$archive_failed {scope}"'
+        lines.append(f'archiving {scope} || {{ failed="$failed {scope}(archiving)"; {archived}; }}\n')
     window = backup.recovery_window
     if window is not None:
         for shard in range(shards):
             scope = names.shard_name(parent, shard)
             delete = commands.line(commands.backup_delete(store, scope, window))
-            lines.append(f'say "{scope}: retention, {window}"\n')
-            lines.append(f'{delete} || failed="$failed {scope}(retention)"\n')
+            # A shard whose archiving fails keeps every backup and segment: its new backups may not restore.
+            lines.append(
+                f'case " $archive_failed " in *" {scope} "*) say "{scope}: retention skipped: archiving fails" ;;\n'
+            )
+            lines.append(f'*) say "{scope}: retention, {window}"\n')
+            lines.append(f'{delete} || failed="$failed {scope}(retention)" ;;\nesac\n')
     lines.append(END)
     return "".join(lines)
 

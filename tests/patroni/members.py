@@ -55,7 +55,11 @@ DB_PORT = 5432  # the hooks' default spec.db.port: every member listens on it, a
 
 
 class PodmanError(RuntimeError):
-    """podman could not do what a member needs; the message carries podman's own words."""
+    """podman could not do what a member needs; the message carries podman's own words, ``stdout`` the command's."""
+
+    def __init__(self, message: str, stdout: str = "") -> None:
+        super().__init__(message)
+        self.stdout = stdout
 
 
 def full_priority() -> tuple[str, ...]:
@@ -84,7 +88,9 @@ def podman(*args: str, timeout: float = 120.0, prefix: tuple[str, ...] = ()) -> 
         check=False,
     )
     if done.returncode != 0:
-        raise PodmanError(f"podman {' '.join(args[:2])} failed (exit {done.returncode}): {done.stderr.strip()}")
+        raise PodmanError(
+            f"podman {' '.join(args[:2])} failed (exit {done.returncode}): {done.stderr.strip()}", done.stdout
+        )
     return done.stdout
 
 

@@ -181,9 +181,12 @@ def streaming(primary: Member, standby: Member) -> None:
     wait_for(f"{standby.name} streams", lambda: primary.streams_to(standby.name) != "", [primary, standby])
 
 
-def run_backup_job(shard: Shard, spec: ShardDBSpec, store: ObjectStore, by_role: dict[str, Member], ca: Path) -> str:
+def run_backup_job(
+    shard: Shard, spec: ShardDBSpec, store: ObjectStore, by_role: dict[str, Member], ca: Path, *, fails: bool = False
+) -> str:
     """The CronJob's Job as rendered: its container's command and environment in the member image, restricted as
-    its pod is, the shard's role Services resolving to the members holding them; its log."""
+    its pod is, the shard's role Services resolving to the members holding them; its log. ``fails``: the Job must
+    end in failure (its log is still given)."""
     assert spec.backup is not None
     job = render.base_backups(shard.parent, spec, spec.backup, 1)
     (container,) = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
@@ -191,13 +194,20 @@ def run_backup_job(shard: Shard, spec: ShardDBSpec, store: ObjectStore, by_role:
     hosts = [f"--add-host={shard.scope}-{role}:{member.address}" for role, member in by_role.items()]
     env = [f"--env={name}={value}" for name, value in resolved(container["env"], store).items()]
     command = container["command"]
-    return podman(
-        "run", "--rm", "--pull", "never", "--network", "host", "--read-only", "--cap-drop", "ALL",
-        "--security-opt", "no-new-privileges", *ulimits_below_own(), *hosts, *env,
-        "--volume", f"{ca}:{mount['mountPath']}:ro",
-        "--entrypoint", json.dumps(command[:1]), shard.image, *command[1:],
-        timeout=300.0,
-    )  # fmt: skip
+    try:
+        log = podman(
+            "run", "--rm", "--pull", "never", "--network", "host", "--read-only", "--cap-drop", "ALL",
+            "--security-opt", "no-new-privileges", *ulimits_below_own(), *hosts, *env,
+            "--volume", f"{ca}:{mount['mountPath']}:ro",
+            "--entrypoint", json.dumps(command[:1]), shard.image, *command[1:],
+            timeout=300.0,
+        )  # fmt: skip
+    except PodmanError as error:
+        if not fails:
+            raise
+        return error.stdout
+    assert not fails, f"the base backups' Job ended well where it must fail: {log}"
+    return log
 
 
 def run_restore_point_job(parent: str, spec: ShardDBSpec, primaries: list[Member], image: str, name: str) -> str:

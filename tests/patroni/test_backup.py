@@ -58,6 +58,7 @@ class Restored:
     target: str  # the moment restored to: after ROWS rows, before the late ones and the drop
     dropped: bool  # the source no longer has the table
     job_log: str  # what the base backups' Job said
+    failing_log: str  # what it said of a run while the primary's archiving failed
     backups: str  # the engine's list of base backups
     count: str  # rows of the table in the restored shard
     late: str  # rows committed after the target, in the restored shard
@@ -69,6 +70,12 @@ class Restored:
     anew_initialized: bool  # whether that shard's cluster was left recorded as made
     anew_log: str  # what its member said before Patroni stopped
     refusal: str  # what a member says of a used archive folder
+
+
+# The archiver's own record: its last attempt failed, after its last success.
+ARCHIVER_FAILING = (
+    "SELECT last_failed_time > coalesce(last_archived_time, '-infinity') FROM pg_catalog.pg_stat_archiver"
+)
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +105,17 @@ def restored(
         primary.sql(f"INSERT INTO orders SELECT generate_series(1, {ROWS // 2})")
         by_role = {"standby": standby, "primary": primary}
         job_log = run_backup_job(shard, spec, store, by_role, ca / backup_member.CA_VOLUME)
+        # Archiving broken on the primary by hand (the store refusing would do the same): the next run fails naming
+        # it and keeps every backup; once mended, the segments it held back are archived, and the restore below
+        # starts from the backup taken meanwhile.
+        primary.sql("ALTER SYSTEM SET archive_command = '/bin/false'")
+        primary.sql("SELECT pg_catalog.pg_reload_conf()")
+        primary.sql("SELECT pg_catalog.pg_logical_emit_message(false, 'sharddb', 'archiving broken')")
+        primary.sql("SELECT pg_catalog.pg_switch_wal()")
+        wait_for("the archiver failing", lambda: primary.sql(ARCHIVER_FAILING) == "t", members)
+        failing_log = run_backup_job(shard, spec, store, by_role, ca / backup_member.CA_VOLUME, fails=True)
+        primary.sql("ALTER SYSTEM RESET archive_command")
+        primary.sql("SELECT pg_catalog.pg_reload_conf()")
         primary.sql(f"INSERT INTO orders SELECT generate_series({ROWS // 2 + 1}, {ROWS})")
         # RFC 3339, as spec.restore.recoveryTarget.targetTime takes it.
         target = primary.sql(
@@ -152,6 +170,7 @@ def restored(
             target,
             dropped,
             job_log,
+            failing_log,
             backups,
             copy.sql("SELECT count(*) FROM orders"),
             copy.sql(f"SELECT count(*) FROM orders WHERE id > {ROWS}"),
@@ -189,9 +208,21 @@ def test_the_backup_job_applies_the_retention_policy_and_ends_well(restored: Res
     assert "every shard backed up" in restored.job_log, restored.job_log
 
 
-def test_the_engine_lists_the_base_backup_it_took(restored: Restored) -> None:
-    (line,) = [line for line in restored.backups.splitlines() if line.split()[:1] and line.split()[0][:1].isdigit()]
-    assert line.split()[0].startswith("20"), restored.backups
+def test_the_engine_lists_the_base_backups_it_took(restored: Restored) -> None:
+    lines = [line for line in restored.backups.splitlines() if line.split()[:1] and line.split()[0][:1].isdigit()]
+    assert len(lines) == 2, restored.backups
+    assert all(line.split()[0].startswith("20") for line in lines), restored.backups
+
+
+def test_a_run_while_the_primary_cannot_archive_fails_naming_the_shard_and_archiving(restored: Restored) -> None:
+    assert "base backup taken" in restored.failing_log, restored.failing_log
+    assert "archiving fails: the last failure (segment, time): 0000" in restored.failing_log, restored.failing_log
+    assert "(archiving)" in restored.failing_log.splitlines()[-1], restored.failing_log
+
+
+def test_a_run_while_the_primary_cannot_archive_deletes_nothing(restored: Restored) -> None:
+    assert "retention skipped: archiving fails" in restored.failing_log, restored.failing_log
+    assert "retention, RECOVERY WINDOW" not in restored.failing_log, restored.failing_log
 
 
 def test_a_shard_restored_to_a_moment_before_the_drop_has_every_row_committed_before_it(restored: Restored) -> None:
