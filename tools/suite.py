@@ -110,7 +110,8 @@ PHASES = (
     # CPU as the shared stack's end-to-end tests it already ran beside (4.2 CPU minutes in 11, those 4.4 in 12),
     # and on a cold run their end (the test stack's build, then 11 minutes) came 5 minutes after the nodes' builds.
     pytest_phase("data", "data", needs=NODE, after=("fast",), sandboxed=True),
-    pytest_phase("installed", "installed", needs=NODE, sandboxed=True),
+    # The run's longest path: its log ends with where its time went (pytest's slowest 40 setups, calls, teardowns).
+    pytest_phase("installed", "installed", "--durations=40", needs=NODE, sandboxed=True),
 )
 
 
