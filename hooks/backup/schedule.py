@@ -66,7 +66,14 @@ def kept(asked: str, running: str | None) -> str | None:
 
 
 def _range(expr: str, bounds: Bounds) -> str | None:
-    """One element of a field's list: ``*``, ``?``, ``a``, ``a-b``, each with an optional ``/step``."""
+    """Why one element of a field's list is refused, or None."""
+    read = _element(expr, bounds)
+    return read if isinstance(read, str) else None
+
+
+def _element(expr: str, bounds: Bounds) -> range | str:
+    """One element of a field's list: ``*``, ``?``, ``a``, ``a-b``, each with an optional ``/step``; the values it
+    takes, or why the parser refuses it."""
     parts = expr.split("/")
     if len(parts) > 2:
         return "too many slashes"
@@ -83,15 +90,18 @@ def _range(expr: str, bounds: Bounds) -> str | None:
                 return f"{each!r} is not a number"
             numbers.append(number)
         start, end = numbers[0], numbers[-1]
+    step = 1
     if len(parts) == 2:
-        step = _number(parts[1], Bounds("step", 0, 0))
-        if step is None:
+        read = _number(parts[1], Bounds("step", 0, 0))
+        if read is None:
             return f"step {parts[1]!r} is not a number"
         if len(ends) == 1:
             end = bounds.high  # "a/step" runs from a to the field's end
-        if step == 0:
+        if read == 0:
             return "a step must be positive"
-    return _within(start, end, bounds)
+        step = read
+    refused = _within(start, end, bounds)
+    return refused if refused is not None else range(start, end + 1, step)
 
 
 def _within(start: int, end: int, bounds: Bounds) -> str | None:
@@ -188,13 +198,5 @@ def _starred(expr: str) -> bool:
 
 def _values(expr: str, bounds: Bounds) -> frozenset[int]:
     """The values one element of a field's list (already checked by ``problem``) takes."""
-    base, _, step_text = expr.partition("/")
-    ends = base.split("-")
-    if ends[0] in ("*", "?"):
-        start, end = bounds.low, bounds.high
-    else:
-        numbers = [_number(each, bounds) for each in ends]
-        start, end = int(numbers[0] or 0), int(numbers[-1] or 0)
-        if step_text and len(ends) == 1:
-            end = bounds.high
-    return frozenset(range(start, end + 1, int(step_text) if step_text else 1))
+    read = _element(expr, bounds)
+    return frozenset(read) if isinstance(read, range) else frozenset()

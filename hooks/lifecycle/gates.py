@@ -187,6 +187,7 @@ def _decision(
     spec, sts, cache, chosen, plan = snap.spec, snap.statefulset, snap.cache, layout.chosen, layout.plan
     cache_replicas = spec.cache.replicas if with_cache else None
     cache_template, cache_made = rollout.cache_answer(snap, plan, chosen)
+    schedule = kept_schedule(snap)
     return Decision(
         phase=phase,
         shards=gates.shards,
@@ -219,9 +220,9 @@ def _decision(
         shard_sets=layout.sets,
         member_rollout=layout.member_rollout,
         base_backups=spec.backup is not None and outcome.plan is not None and outcome.plan.patroni,
-        backup_schedule=kept_schedule(snap),
+        backup_schedule=schedule,
         base_backup_runs=snap.base_backups if spec.backup is not None else None,
-        base_backup_due=runs.due(snap.base_backups, kept_schedule(snap)) if spec.backup is not None else None,
+        base_backup_due=runs.due(snap.base_backups, schedule) if spec.backup is not None else None,
         shard_health=tuple((each.shard, each.health) for each in snap.shard_sets),
     )
 
