@@ -34,6 +34,7 @@ RUN_BY = {
     "sharddb-minimal.yaml": "test_examples.py",
     "sharddb-mariadb.yaml": "test_examples.py",
     "sharddb-members.yaml": "../installed/test_production_members/shard.py",
+    "sharddb-from-single-copy.yaml": "../installed/test_production_copy.py",
     "sharddb-backup.yaml": "../installed/test_production_backup.py",
     "sharddb-restore.yaml": "../installed/test_production_backup.py",
 }

@@ -119,7 +119,12 @@ def members_children(sharddb: Obj) -> set[Child]:
 
 
 def test_there_are_examples_with_members() -> None:
-    assert [path.name for path in MEMBERS] == ["sharddb-backup.yaml", "sharddb-members.yaml", "sharddb-restore.yaml"]
+    assert [path.name for path in MEMBERS] == [
+        "sharddb-backup.yaml",
+        "sharddb-from-single-copy.yaml",
+        "sharddb-members.yaml",
+        "sharddb-restore.yaml",
+    ]
 
 
 @pytest.mark.parametrize("path", MEMBERS, ids=[path.stem for path in MEMBERS])
