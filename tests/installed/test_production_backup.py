@@ -34,6 +34,7 @@ from testbed.real.realnode import CLUSTER_GATEWAY
 from ..support.examples import EXAMPLES, example
 from ..support.sharddbs import wait_until
 from .installs import Install, Obj
+from .steps import Step
 
 NAMESPACE = "backups"
 NAME = "archived"
@@ -265,6 +266,7 @@ class Failed:
     log: str  # what the command the message names prints
     members_before: dict[str, str]  # member pod name -> uid, before the schedule changed
     members_after: dict[str, str]
+    plugin: str  # what ``kubectl sharddb status`` printed meanwhile
 
 
 def member_uids(install: Install) -> dict[str, str]:
@@ -303,7 +305,9 @@ def failed_run(install: Install, backed_up: BackedUp) -> Iterator[Failed]:
         assert command, named["message"]
         log = install.kubectl("-n", NAMESPACE, *command.group(1).split(), check=False)
         after = member_uids(install)
-        yield Failed(named, install.available(NAMESPACE, NAME), status.get("backup", {}), log, before, after)
+        plugin = install.run(Step("status", f"tools/kubectl-sharddb-status {NAME} -n {NAMESPACE}\n"))
+        available = install.available(NAMESPACE, NAME)
+        yield Failed(named, available, status.get("backup", {}), log, before, after, plugin)
     finally:
         daily = json.dumps({"spec": {"backup": {"schedule": "0 0 * * *"}}})
         install.kubectl("-n", NAMESPACE, "patch", "sharddb", NAME, "--type=merge", "-p", daily)
@@ -339,6 +343,14 @@ def test_the_status_says_the_next_run_was_due_at_the_schedules_first_minute_afte
     succeeded = datetime.fromisoformat(failed_run.backup_status["lastSuccessfulTime"])
     due = succeeded.replace(second=0, microsecond=0) + timedelta(minutes=1)
     assert failed_run.backup_status["nextScheduleTime"] == due.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_the_status_plugin_shows_the_last_success_and_when_the_next_run_is_due(failed_run: Failed) -> None:
+    backup = failed_run.backup_status
+    row = ["base backups", backup["lastSuccessfulTime"]]
+    rows = [line.split("\t") for line in failed_run.plugin.splitlines()]
+    (shown,) = [each for each in rows if each[:2] == row]
+    assert shown[3] == backup["nextScheduleTime"], failed_run.plugin
 
 
 def test_a_new_schedule_restarts_no_member(failed_run: Failed) -> None:
