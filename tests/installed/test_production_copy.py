@@ -6,8 +6,8 @@ acknowledged. The writers stop (the example's step 1: the application stops writ
 as written but for the tier's images and credentials and ``shards``/``COPY_SHARDS`` set to two: ``demo-ha``'s seed
 copies each of ``demo``'s shards into its own before the cache is made. Every acknowledged row is then on the same
 shard's primary and on its standby, and each shard holds exactly what the source shard held. Then ``demo`` is
-deleted (step 4) and ``demo-ha`` grown by a shard: the new seed reads nothing of ``demo`` and starts the new shard
-empty.
+deleted with its Secret (step 4) and ``demo-ha`` grown by a shard: the new shard's members start without that Secret,
+and the new seed reads nothing of ``demo`` and starts the new shard empty.
 """
 
 from __future__ import annotations
@@ -176,8 +176,10 @@ def test_the_seed_says_each_shard_was_copied_from_the_same_shard(moved: Moved) -
 def test_once_the_source_is_gone_a_grown_shard_starts_empty_and_the_copies_are_kept(
     install: Install, moved: Moved
 ) -> None:
-    """Step 4, then one more shard: the seed for the new count finds both shards marked and never reads demo."""
+    """Step 4 (demo and its Secret deleted), then one more shard: its members start without the Secret, and the seed
+    for the new count finds both shards marked and never reads demo."""
     install.kubectl("delete", "sharddb", "-n", NAMESPACE, SOURCE, "--wait", "--timeout=5m")
+    install.kubectl("delete", "secret", "-n", NAMESPACE, f"{SOURCE}-db")
     grow = f'{{"spec":{{"shards":{SHARDS + 1}}}}}'
     install.kubectl("patch", "sharddb", "-n", NAMESPACE, NAME, "--type=merge", "-p", grow)
     wait_until(f"{NAME} grown and Available", lambda: grown(install), 600, every=1)
