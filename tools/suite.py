@@ -5,14 +5,11 @@ end-to-end tier spends most of its time waiting, so the phases run in five lanes
 
 - ``builds``: the test stack's binaries, then the nodes' (Go, at a lower CPU priority);
 - ``images``: the test and product images (mmdebstrap, lower priority), the guide, ``make image``, then the
-  Patroni images (lowest priority);
-- ``tests``: the cluster tier, then the installed tier on real nodes (the run's longest path) as soon as the
-  builds it needs are done;
-- ``unit``: lint and the fast tier (every test that needs no API server), one core's work; then the data tier on
-  real nodes of its own beside the installed tier's; then the Patroni tier (real Patroni against the test stack),
-  whose two-primaries check needs the quietest window the run has: the installed tier's alone;
+  Patroni images and their tier (real Patroni against the test stack) beside the last two tiers;
+- ``unit``: lint and the fast tier (every test that needs no API server), one core's work;
+- ``tests``: the cluster tier, then the data and installed tiers on real nodes (the run's longest path);
 - ``own-stacks``: the end-to-end files that start stacks of their own (``OWN_STACKS``), then the
-  end-to-end tests on the shared stack, mostly waiting.
+  end-to-end tests on the shared stack, mostly waiting, beside the data tier and the installed tier's start.
 
 Each phase's output is kept in ``.evidence/suite/``; the test lane's also streams as it comes. The
 run ends with a table (when each phase started, its wall and CPU minutes, its result) and a line
@@ -93,30 +90,31 @@ PHASES = (
     Phase("product-images", (PYTHON, "-m", "testbed.images.product"), "images", nice=19),
     Phase("docs", ("make", "--no-print-directory", "docs"), "images"),
     Phase("image", ("make", "--no-print-directory", "image"), "images"),
+    # The images lane is idle once make image is done, while the data and installed tiers run: the Patroni
+    # images build there (lowest priority), then their tier, which needs only the test stack; it too yields the
+    # CPU to the tiers beside it, whose outages are measured (its containers and API server inherit the nice).
     Phase("patroni-images", (PYTHON, "-m", "tools.image.patroni"), "images", nice=19),
+    pytest_phase("patroni", "patroni", lane="images", needs=("testbin", "patroni-images"), nice=10),
     Phase("lint", ("make", "--no-print-directory", "lint"), "unit"),
     # The fast phase holds the bare-clone check (``tests/tree/test_bare_clone.py``: the unit part once more, 5 of
     # its 14 minutes). In a phase of its own beside the data tier it made that window too busy for the Patroni
     # tier's two-primaries check, whose prober then missed its quarter-second cadence (0.293 s).
     pytest_phase("fast", FAST, lane="unit"),
-    # The data tier follows the fast phase in its lane (that core's work done), on nodes of its own in a sandbox of
-    # its own beside the installed tier's. When it ran first, in the installed tier's lane, the run's longest
-    # path began at 30 minutes instead of 4.
-    pytest_phase("data", "data", lane="unit", needs=NODE, sandboxed=True),
-    # The Patroni tier needs only the test stack and its images, and is mostly waiting (3 CPU minutes in 22). It
-    # comes last in its lane, beside the installed tier alone: its two-primaries check needs each member tried every
-    # quarter second, which a window with the fast phase, the end-to-end tests and a tier on real nodes denied it.
-    # It yields the CPU to the installed tier, whose outages are measured (its containers and API server inherit
-    # the nice; its prober and members take full priority back, tests/patroni/members.py).
-    pytest_phase("patroni", "patroni", lane="unit", needs=("testbin", "patroni-images"), nice=10),
     pytest_phase("cluster", "cluster", needs=("testbin",)),
-    # The run's longest path, started once its builds are done: its log ends with where its time went (pytest's
-    # slowest 40 setups, calls, teardowns).
-    pytest_phase("installed", "installed", "--durations=40", needs=NODE, sandboxed=True),
     pytest_phase("e2e-own-stacks", "e2e", *OWN_STACKS, lane="own-stacks", needs=("testbin",)),
     # The shared stack's end-to-end tests, mostly waiting (2 CPU minutes in 11), follow the files with stacks of
-    # their own in their lane.
+    # their own in their lane, beside the data and installed tiers: the tiers on real nodes, the run's longest
+    # path, start once the builds they need are done, not after them.
     pytest_phase("e2e", "e2e", *(f"--ignore={path}" for path in OWN_STACKS), lane="own-stacks", needs=("testbin",)),
+    # The data tier waits for the fast phase's core. Not for the files with stacks of their own: as light on the
+    # CPU as the shared stack's end-to-end tests it already ran beside (4.2 CPU minutes in 11, those 4.4 in 12),
+    # and on a cold run their end (the test stack's build, then 11 minutes) came 5 minutes after the nodes' builds.
+    pytest_phase("data", "data", needs=NODE, after=("fast",), sandboxed=True),
+    # The run's longest path: its log ends with where its time went (pytest's slowest 40 setups, calls, teardowns).
+    # Started at 4 minutes instead, beside the fast phase and the end-to-end tests (load average 18 on 2 cores), it
+    # ran 40 % slower and its network checks failed: a pod's connection to the hooks refused, the API server's
+    # proxy to Prometheus unavailable (2026-12-07). It waits for the fast phase's core, behind the data tier.
+    pytest_phase("installed", "installed", "--durations=40", needs=NODE, sandboxed=True),
 )
 
 

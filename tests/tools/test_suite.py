@@ -26,10 +26,9 @@ def test_every_tier_marker_is_run_by_some_phase() -> None:
     assert {"slow", "recorded", "shared", "http"} <= markers(), "the fast phase runs these with the rest"
 
 
-def test_the_data_tier_follows_the_fast_phase_in_its_lane_and_needs_the_nodes_builds_only() -> None:
-    lane = [p.name for p in suite.PHASES if p.lane == "unit"]
-    assert lane.index("data") == lane.index("fast") + 1
+def test_the_data_tier_waits_for_the_fast_phases_core_and_the_nodes_builds_only() -> None:
     data = next(p for p in suite.PHASES if p.name == "data")
+    assert data.after == ("fast",)
     assert set(data.needs) == set(suite.NODE)
 
 
@@ -50,11 +49,9 @@ def test_each_file_that_starts_a_stack_of_its_own_runs_beside_the_shared_one() -
     assert starts == {Path(f).name for f in suite.OWN_STACKS}
 
 
-def test_the_installed_tier_follows_only_the_cluster_tier_in_its_lane() -> None:
-    """The longest path starts once its builds are done: the data tier runs beside it, in another lane."""
-    assert [p.name for p in suite.PHASES if p.lane == "tests"] == ["cluster", "installed"]
-    installed = next(p for p in suite.PHASES if p.name == "installed")
-    assert installed.after == ()
+def test_the_tiers_on_real_nodes_follow_only_the_cluster_tier_in_their_lane() -> None:
+    """The longest path: the end-to-end tests, mostly waiting, run in the other lane instead of before them."""
+    assert [p.name for p in suite.PHASES if p.lane == "tests"] == ["cluster", "data", "installed"]
     assert [p.name for p in suite.PHASES if p.lane == "own-stacks"] == ["e2e-own-stacks", "e2e"]
 
 
@@ -65,16 +62,14 @@ def test_the_data_and_installed_tiers_run_inside_the_sandbox_after_every_build()
         assert set(suite.NODE) <= set(phase.needs)
 
 
-def test_the_patroni_tier_runs_last_in_its_lane_after_the_data_tier_needing_the_test_stack_and_its_images() -> None:
-    """Its two-primaries check needs a quiet window: beside the installed tier alone, once the fast phase, the data
-    tier and the end-to-end tests are done."""
-    lane = [p.name for p in suite.PHASES if p.lane == "unit"]
-    assert lane[-3:] == ["fast", "data", "patroni"]
-    assert [p.name for p in suite.PHASES if p.lane == "images"][-1] == "patroni-images"
+def test_the_patroni_tier_runs_last_in_the_images_lane_after_its_images_needing_only_the_test_stack() -> None:
+    """The images lane is idle once make image is done, while the data and installed tiers hold the test lane."""
+    lane = [p.name for p in suite.PHASES if p.lane == "images"]
+    assert lane[-3:] == ["image", "patroni-images", "patroni"]
     tier = next(p for p in suite.PHASES if p.name == "patroni")
     assert set(tier.needs) == {"testbin", "patroni-images"}
     assert next(p for p in suite.PHASES if p.name == "patroni-images").nice == 19
-    assert tier.nice > 0, "it yields the CPU to the installed tier beside it"
+    assert tier.nice > 0, "it yields the CPU to the data and installed tiers beside it"
 
 
 def test_a_tier_in_a_build_lane_is_counted_as_a_tier(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
