@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from testbed.images import workloads
@@ -34,7 +33,7 @@ from testbed.real import cluster, kubectl, partitions
 from testbed.real.audit import AuditLog, Write
 from testbed.real.cluster import Cluster
 from testbed.real.controlplane import METACONTROLLER_CRDS, ControlPlane, ControlPlaneError, build_binaries
-from testbed.real.realnode import CLUSTER_GATEWAY, RealNode, build_node_binaries
+from testbed.real.realnode import CLUSTER_GATEWAY, RealNode, answers_ok, build_node_binaries
 from testbed.real.server import ROOT, HookProcess, free_port, launch
 from testbed.standins.node import Behaviour, NodeAgent, storage_class
 
@@ -470,14 +469,8 @@ class Stack:
                 raise ControlPlaneError(
                     f"{instance.name} exited ({process.returncode}):\n{self.logs(instance.name)[-3000:]}"
                 )
-            with contextlib.suppress(httpx.HTTPError):
-                # Plain HTTP: no trust store to load. With the default, each poll parsed the machine's CA bundle
-                # (SSL_CERT_FILE) into a new TLS context (50 ms of CPU each), ten times a second, beside the
-                # campaign's other faults' threads; once that raised "[X509] PEM lib" (an ssl.SSLError, not an
-                # HTTP error) and the fault was reported as a Metacontroller that did not come back (2026-12-07;
-                # 6000 such calls from 4 threads did not fail again). The probe no longer builds one.
-                if httpx.get(f"http://127.0.0.1:{health}/readyz", timeout=1.0, verify=False).status_code == 200:
-                    return
+            if answers_ok(f"http://127.0.0.1:{health}/readyz"):
+                return
             time.sleep(0.1)
         raise ControlPlaneError(f"{instance.name} not ready after 60s:\n{self.logs(instance.name)[-3000:]}")
 
