@@ -22,7 +22,7 @@ import yaml
 
 from hooks import names
 
-from ..support.examples import EXAMPLES, IMAGES, PASSWORD, example
+from ..support.examples import EXAMPLES, example, members_example
 from ..support.sharddbs import wait_until
 from .installs import Install, Obj
 from .invariants import Report
@@ -34,12 +34,6 @@ NAME = "demo-ha"
 SHARDS = 2
 EXAMPLE = EXAMPLES / "sharddb-from-single-copy.yaml"
 SOCKET = "/var/run/postgresql"
-CREDENTIALS = {
-    "superuser": PASSWORD,
-    "replication": "installed-tier-replication",
-    "restapi-username": "patroni",
-    "restapi-password": "installed-tier-restapi",
-}
 WRITING_SECONDS = 5
 
 
@@ -52,14 +46,8 @@ def source() -> list[Obj]:
 
 def applied() -> list[Obj]:
     """The example as a user applies it: the tier's images and credentials, and ``demo``'s shard count."""
-    secret, sharddb = (doc for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc)
-    assert (secret["metadata"]["name"], sharddb["metadata"]["name"]) == (f"{NAME}-db", NAME)
-    assert set(secret["stringData"]) == set(CREDENTIALS), secret["stringData"]
-    secret["metadata"]["namespace"] = sharddb["metadata"]["namespace"] = NAMESPACE
-    secret["stringData"] = dict(CREDENTIALS)
+    secret, sharddb = members_example(EXAMPLE, NAME, NAMESPACE)
     spec = sharddb["spec"]
-    spec["dbImage"] = IMAGES[spec["dbImage"]]
-    spec["cache"]["image"] = IMAGES[spec["cache"]["image"]]
     spec["shards"] = SHARDS
     env = {each["name"]: each for each in spec["db"]["env"]}
     assert env["COPY_FROM"]["value"] == SOURCE

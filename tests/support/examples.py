@@ -51,3 +51,28 @@ def example(name: str, namespace: str, path: Path = EXAMPLE) -> list[Obj]:
             if ref := variable.get("valueFrom", {}).get("secretKeyRef"):
                 ref["name"] = f"{name}-db"
     return [*secrets, sharddb]
+
+
+# The Secret of an example with members, in the tiers that apply one: Patroni's four credentials, never the
+# example's placeholders.
+MEMBER_CREDENTIALS = {
+    "superuser": PASSWORD,
+    "replication": "installed-tier-replication",
+    "restapi-username": "patroni",
+    "restapi-password": "installed-tier-restapi",
+}
+
+
+def members_example(path: Path, name: str, namespace: str) -> list[Obj]:
+    """An example with members (its Secret ``<name>-db``, then the ShardDB ``name``) as a user applies it: in
+    ``namespace``, on the test images, its Secret holding ``MEMBER_CREDENTIALS``; nothing else changes."""
+    secret, sharddb = (doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    assert (secret["kind"], secret["metadata"]["name"]) == ("Secret", f"{name}-db"), secret["metadata"]
+    assert (sharddb["kind"], sharddb["metadata"]["name"]) == ("ShardDB", name), sharddb["metadata"]
+    assert set(secret["stringData"]) == set(MEMBER_CREDENTIALS), secret["stringData"]
+    secret["metadata"]["namespace"] = sharddb["metadata"]["namespace"] = namespace
+    secret["stringData"] = dict(MEMBER_CREDENTIALS)
+    spec = sharddb["spec"]
+    spec["dbImage"] = IMAGES[spec["dbImage"]]
+    spec["cache"]["image"] = IMAGES[spec["cache"]["image"]]
+    return [secret, sharddb]

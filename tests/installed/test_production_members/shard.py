@@ -6,9 +6,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-import yaml
-
-from ...support.examples import EXAMPLES, IMAGES, PASSWORD
+from ...support.examples import EXAMPLES, members_example
 from ..installs import Install, Obj
 
 NAMESPACE = "members"
@@ -18,35 +16,15 @@ PRIMARY_SERVICE = f"{SHARD}-primary"
 SECRET = f"{NAME}-db"
 ROLE_LABEL = "mygroup.example.com/role"
 MEMBERS = f"app.kubernetes.io/instance={NAME},app.kubernetes.io/component=db"
-REPLICATION_PASSWORD = "installed-tier-replication"
-RESTAPI_PASSWORD = "installed-tier-restapi"
 EXAMPLE = EXAMPLES / "sharddb-members.yaml"
 # What each runbook's first block asks a person to set, set to this ShardDB (``steps.runbook``).
 RUNBOOK_SETTINGS = {"NS": NAMESPACE, "NAME": NAME, "SHARD": "0"}
-# The Secret's values in this tier, never the example's placeholders.
-CREDENTIALS = {
-    "superuser": PASSWORD,
-    "replication": REPLICATION_PASSWORD,
-    "restapi-username": "patroni",
-    "restapi-password": RESTAPI_PASSWORD,
-}
 
 
 def sharddb() -> list[Obj]:
-    """``examples/sharddb-members.yaml`` as a user applies it: in this tier's namespace, on the test images.
-
-    The example's Secret gets this tier's credentials in place of its placeholders; nothing else changes.
-    """
-    secret, shard = (doc for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc)
-    assert (secret["kind"], secret["metadata"]["name"]) == ("Secret", SECRET), secret["metadata"]
-    assert (shard["kind"], shard["metadata"]["name"]) == ("ShardDB", NAME), shard["metadata"]
-    assert set(secret["stringData"]) == set(CREDENTIALS), secret["stringData"]
-    secret["metadata"]["namespace"] = shard["metadata"]["namespace"] = NAMESPACE
-    secret["stringData"] = dict(CREDENTIALS)
-    spec = shard["spec"]
-    spec["dbImage"] = IMAGES[spec["dbImage"]]
-    spec["cache"]["image"] = IMAGES[spec["cache"]["image"]]
-    return [secret, shard]
+    """``examples/sharddb-members.yaml`` as a user applies it: in this tier's namespace, on the test images, with
+    this tier's credentials in its Secret."""
+    return members_example(EXAMPLE, NAME, NAMESPACE)
 
 
 @dataclass(frozen=True)
