@@ -69,8 +69,9 @@ def full_priority() -> tuple[str, ...]:
     make test runs this tier at nice 10, so that the tiers beside it, whose outages are measured, keep the CPU;
     its containers inherit that. Beside the data tier, a prober writing every 20 ms at nice 10 went silent for
     0.251 and 0.258 s (its members answering as slowly), past the quarter second the two-primaries check needs.
-    At full priority it still missed once (0.293 s) with the bare-clone check also running beside it: priority
-    helps, a quieter window (``tools/suite.py``) is the rest. Only root may raise a priority; elsewhere nothing
+    At full priority it still missed twice (0.293 s, 0.298 s): the prober started ``sleep`` between tries, read
+    from disk when the page cache had let it go, which heavy writeback beside it stalled (3.1 s, reproduced); its
+    loop now runs builtins only (``tests/support/writable.py``). Only root may raise a priority; elsewhere nothing
     changes.
     """
     niced = os.nice(0)

@@ -173,4 +173,27 @@ def test_every_acknowledged_write_is_a_row_of_its_members_table(probed: Probed) 
 
 def test_each_member_was_tried_at_least_every_quarter_second(probed: Probed) -> None:
     for name in probed.names:
-        assert writable.longest_silence(probed.tried, name) < 0.25, name
+        silence = writable.longest_silence(probed.tried, name)
+        print(f"two primaries: {name} was tried at least every {silence.seconds:.3f} s")
+        assert silence.seconds < 0.25, f"{name}: {_told(silence)}; {_nearest(probed.rounds, silence)}"
+
+
+def _told(silence: writable.Silence) -> str:
+    """The silence's two ends: a slow answer (the member) is told apart from a late send (the prober)."""
+    before, after = silence.before, silence.after
+    if before is None or after is None:
+        return "no tries"
+    return (
+        f"{silence.seconds:.3f} s between sends: the try before it ({before.outcome}) was answered "
+        f"{before.received - before.at:.3f} s after it was sent, the next one sent {after.at - before.received:.3f} s "
+        f"after that answer"
+    )
+
+
+def _nearest(rounds: list[Round], silence: writable.Silence) -> str:
+    """Where a silence fell against the changes the test made: evidence for a cadence missed."""
+    if silence.before is None:
+        return "no tries"
+    at = silence.before.at
+    closest = min(rounds, key=lambda each: min(abs(each.start - at), abs(each.end - at)))
+    return f"round (overlap={closest.overlap}) changed at {closest.start - at:+.3f} s and {closest.end - at:+.3f} s"
