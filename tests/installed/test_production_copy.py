@@ -2,10 +2,12 @@
 with standbys, as the example's header says, with no acknowledged write lost and the downtime measured.
 
 ``examples/sharddb.yaml`` runs as ``demo`` (two shards) under a writer per shard that counts what the server
-acknowledged. The writers stop (the example's step 1: the application stops writing), then the example is applied
+acknowledged, and each shard has the application's own login, ``clerk`` (a password, a membership, a table it
+owns). The writers stop (the example's step 1: the application stops writing), then the example is applied
 as written but for the tier's images and credentials and ``shards``/``COPY_SHARDS`` set to two: ``demo-ha``'s seed
 copies each of ``demo``'s shards into its own before the cache is made. Every acknowledged row is then on the same
-shard's primary and on its standby, and each shard holds exactly what the source shard held. Then ``demo`` is
+shard's primary and on its standby, each shard holds exactly what the source shard held, and ``clerk`` logs in to
+each new primary with the password it had, owning its table. Then ``demo`` is
 deleted with its Secret (step 4) and ``demo-ha`` grown by a shard: the new shard's members start without that Secret,
 and the new seed reads nothing of ``demo`` and starts the new shard empty.
 """
@@ -35,6 +37,9 @@ SHARDS = 2
 EXAMPLE = EXAMPLES / "sharddb-from-single-copy.yaml"
 SOCKET = "/var/run/postgresql"
 WRITING_SECONDS = 5
+# The application's login on demo: a role the new shards do not have until the seed copies it.
+CLERK = "clerk"
+CLERK_PASSWORD = "clerk-password"
 
 
 def source() -> list[Obj]:
@@ -58,11 +63,35 @@ def applied() -> list[Obj]:
 
 def rows(install: Install, pod: str) -> frozenset[int]:
     """The writers' table on a member or a single copy, through its own socket."""
-    out = install.kubectl(
-        "exec", "-n", NAMESPACE, pod, "-c", names.DB, "--",
-        "psql", "-h", SOCKET, "-U", "postgres", "-XAt", "-c", "select n from acked",
+    return frozenset(int(line) for line in psql(install, pod, "select n from acked").split())
+
+
+def psql(install: Install, pod: str, *commands: str) -> str:
+    """Statements as the superuser on the pod's own socket."""
+    args = [arg for command in commands for arg in ("-c", command)]
+    return install.kubectl(
+        "exec", "-n", NAMESPACE, pod, "-c", names.DB, "--", "psql", "-h", SOCKET, "-U", "postgres", "-XAt", *args
     )  # fmt: skip
-    return frozenset(int(line) for line in out.split())
+
+
+def clerk_on_source(install: Install, shard: int) -> None:
+    """The application's own login, as a user's single copy has one: it owns a table and is granted a role."""
+    psql(
+        install, f"{SOURCE}-db-{shard}",
+        f"CREATE ROLE {CLERK} LOGIN PASSWORD '{CLERK_PASSWORD}'",
+        f"GRANT pg_read_all_data TO {CLERK}",
+        "CREATE TABLE ledger (n int)", f"ALTER TABLE ledger OWNER TO {CLERK}",
+    )  # fmt: skip
+
+
+def clerk_logs_in(install: Install, pod: str) -> str:
+    """``clerk`` over TCP and TLS with its password, as the application connects: who it is, and what it owns."""
+    return install.kubectl(
+        "exec", "-n", NAMESPACE, pod, "-c", names.DB, "--", "env", f"PGPASSWORD={CLERK_PASSWORD}",
+        "psql", f"host=127.0.0.1 user={CLERK} dbname=postgres sslmode=require", "-XAt", "-c",
+        "SELECT current_user, pg_has_role('pg_read_all_data', 'member'), "
+        "(SELECT tableowner FROM pg_tables WHERE tablename = 'ledger')",
+    ).strip()  # fmt: skip
 
 
 def member(install: Install, shard: int, role: str) -> str:
@@ -102,6 +131,7 @@ class Moved:
     standby: dict[int, frozenset[int]]  # by shard: demo-ha's standby's table
     downtime: float  # the last acknowledged write on demo to demo-ha Available
     seed: str  # the seed's log
+    clerk: dict[int, str]  # by shard: what clerk's own session on demo-ha's primary said
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +146,8 @@ def install(production: Install) -> Iterator[Install]:
 def moved(install: Install) -> Moved:
     install.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(source()))
     wait_until(f"{SOURCE} Available", lambda: install.available(NAMESPACE, SOURCE), 300, every=1)
+    for shard in range(SHARDS):
+        clerk_on_source(install, shard)
     targets = tuple(Target(f"{SOURCE}-db-{i}.{SOURCE}-db", f"{SOURCE}-db-{i}") for i in range(SHARDS))
     writers = Writers(install, NAMESPACE, SOURCE, targets)
     writers.start()
@@ -134,7 +166,8 @@ def moved(install: Install) -> Moved:
     standby = {shard: standby_rows(install, shard, held[shard]) for shard in range(SHARDS)}
     (seed,) = seed_logs(install)
     acked = {shard: tally.acked for shard, tally in tallies.items()}
-    return Moved(acked, held, primary, standby, downtime, seed)
+    clerk = {shard: clerk_logs_in(install, member(install, shard, names.LEADER_LABEL_VALUE)) for shard in range(SHARDS)}
+    return Moved(acked, held, primary, standby, downtime, seed, clerk)
 
 
 def test_every_acknowledged_write_on_the_single_copy_is_on_its_shards_new_primary(moved: Moved) -> None:
@@ -159,6 +192,12 @@ def test_each_standby_holds_the_copy_too(moved: Moved) -> None:
 def test_the_seed_says_each_shard_was_copied_from_the_same_shard(moved: Moved) -> None:
     for shard in range(SHARDS):
         assert f"copy: shard {shard} copied from {SOURCE}-db-{shard}.{SOURCE}-db" in moved.seed, moved.seed
+
+
+def test_the_applications_login_is_copied_with_its_password_membership_and_table(moved: Moved) -> None:
+    for shard in range(SHARDS):
+        assert moved.clerk[shard] == f"{CLERK}|t|{CLERK}", (shard, moved.clerk[shard])
+        assert f"copy: shard {shard}: 1 roles copied from {SOURCE}-db-{shard}.{SOURCE}-db" in moved.seed, moved.seed
 
 
 def test_once_the_source_is_gone_a_grown_shard_starts_empty_and_the_copies_are_kept(
