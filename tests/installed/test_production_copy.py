@@ -219,5 +219,8 @@ def test_once_the_source_is_gone_a_grown_shard_starts_empty_and_the_copies_are_k
 
 
 def grown(install: Install) -> bool:
+    """Every shard ready and seeded: while the new count's seed runs, the ShardDB stays ``Available`` (the shards it
+    had serve) with ``readyShards`` already grown, so only ``seededShards`` says the seed is done."""
     status = install.get("sharddb", "-n", NAMESPACE, NAME).get("status", {})
-    return bool(status.get("readyShards") == SHARDS + 1 and install.available(NAMESPACE, NAME))
+    whole = status.get("readyShards") == SHARDS + 1 and status.get("seededShards") == SHARDS + 1
+    return bool(whole and install.available(NAMESPACE, NAME))
